@@ -1,0 +1,1 @@
+//! catalogd: ClusterCatalog controller, catalog storage and the content HTTP API.

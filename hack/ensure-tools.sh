@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Makes sure the tools the tests and `make run` need exist, building or fetching them into the cache
+# directory outside the clone, and writes their locations as shell exports to the file named by $1.
+#
+# - kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok: built from Go modules
+#   (hack/build-control-plane.sh), or taken from KUBEBUILDER_ASSETS.
+# - docker-registry: Debian's package, unpacked (never installed, so its service never starts).
+set -euo pipefail
+out="${1:?usage: ensure-tools.sh ENV_FILE}"
+here="$(cd "$(dirname "$0")" && pwd)"
+CACHE_ROOT="${OLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/olm-rs}"
+mkdir -p "${CACHE_ROOT}/bin"
+
+log() { echo "ensure-tools: $*" >&2; }
+
+assets="$("${here}/build-control-plane.sh" | tail -n 1)"
+
+registry="${OLM_REGISTRY_BIN:-}"
+if [[ -z "${registry}" ]]; then
+  if [[ -x "${CACHE_ROOT}/bin/docker-registry" ]]; then
+    registry="${CACHE_ROOT}/bin/docker-registry"
+  elif command -v docker-registry >/dev/null; then
+    registry="$(command -v docker-registry)"
+  else
+    log "fetching Debian's docker-registry package (unpacked only; its service is never started)"
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "${tmp}"' EXIT
+    (cd "${tmp}" && apt-get download docker-registry >&2) || {
+      log "apt-get download docker-registry failed; run 'apt-get update' (as root) and retry"
+      exit 1
+    }
+    dpkg-deb -x "${tmp}"/docker-registry_*.deb "${tmp}/x"
+    install -m 0755 "${tmp}/x/usr/bin/docker-registry" "${CACHE_ROOT}/bin/docker-registry"
+    registry="${CACHE_ROOT}/bin/docker-registry"
+  fi
+fi
+
+cat > "${out}" <<ENV
+export OLM_TEST_ASSETS='${assets}'
+export OLM_REGISTRY_BIN='${registry}'
+ENV
+log "control plane: ${assets}; registry: ${registry}"

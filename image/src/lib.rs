@@ -1,0 +1,1 @@
+//! OCI images: pull by tag or digest, push fixtures, and extract layers safely.

@@ -1,0 +1,1 @@
+//! operator-controller: resolution, bundle rendering and the ClusterExtension controller.
