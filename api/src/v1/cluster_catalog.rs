@@ -16,6 +16,8 @@ pub const METADATA_NAME_LABEL: &str = "olm.operatorframework.io/metadata.name";
 
 /// The desired state of a ClusterCatalog: where its content comes from and how it is offered.
 /// catalogd unpacks the content and serves it over its catalog content HTTP API.
+// Several `printcolumn(...)` entries repeat `type_`, which clippy mistakes for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "olm.operatorframework.io",

@@ -15,6 +15,8 @@ const DNS1123_SUBDOMAIN_RULE: &str =
 
 /// The desired state of a ClusterExtension: which package to install, into which namespace, and
 /// the constraints on which of its bundles may be installed.
+// Several `printcolumn(...)` entries repeat `type_`, which clippy mistakes for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "olm.operatorframework.io",
