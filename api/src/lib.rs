@@ -3,4 +3,6 @@
 //! This crate performs no network IO; the catalog loader reads local files only.
 
 pub mod crd;
+pub mod fbc;
 pub mod v1;
+pub mod version;
