@@ -21,6 +21,9 @@
 //! | `~`, `~>`     | `>=1.2.3 <1.3.0`               | `~1` = `>=1.0.0 <2.0.0`, `~0.0.0` = any |
 //! | `^`           | `>=1.2.3 <2.0.0`; `^0.2.3` <0.3.0; `^0.0.3` =0.0.3 | `^0` <1.0.0, `^0.0` <0.1.0 |
 //!
+//! Masterminds' quirks are kept: `^*` matches only `0.0.0`, `!=*` excludes only `0.0.0`, `<=*`
+//! matches only `0.y.z`, and whatever follows a wildcard major is ignored (`x.2.3` = `*`).
+//!
 //! Prerelease rule: a version with a prerelease can only satisfy an AND group in which at least
 //! one constraint's version has a prerelease (any major.minor.patch); otherwise the group fails.
 
@@ -158,7 +161,7 @@ impl Constraints {
                 scan_group(segment).ok_or_else(|| ConstraintError::Improper(segment.to_owned()))?;
             let constraints = units
                 .into_iter()
-                .map(|(operator, version)| Constraint::new(operator, &version))
+                .map(|(kind, version)| Constraint::new(kind, &version))
                 .collect::<Result<Vec<_>, _>>()?;
             let admits_prereleases = constraints.iter().any(|c| !c.version.pre.is_empty());
             groups.push(Group {
@@ -201,9 +204,9 @@ impl fmt::Display for Constraints {
     }
 }
 
-impl Constraint {
-    fn new(operator: &str, version: &VersionText<'_>) -> Result<Constraint, ConstraintError> {
-        let kind = match operator {
+impl Kind {
+    fn from_operator(operator: &str) -> Option<Kind> {
+        Some(match operator {
             "" | "=" => Kind::EqualOrTilde,
             "!=" => Kind::NotEqual,
             ">" => Kind::Greater,
@@ -212,8 +215,13 @@ impl Constraint {
             "<=" | "=<" => Kind::LessEqual,
             "~" | "~>" => Kind::Tilde,
             "^" => Kind::Caret,
-            _ => return Err(ConstraintError::Improper(operator.to_owned())),
-        };
+            _ => return None,
+        })
+    }
+}
+
+impl Constraint {
+    fn new(kind: Kind, version: &VersionText<'_>) -> Result<Constraint, ConstraintError> {
         let pre = version.pre.map(|p| format!("-{p}")).unwrap_or_default();
         let is_wild = |part: Option<&str>| part.is_none_or(is_wildcard);
         let (text, wildcard) = if is_wildcard(version.major) {
@@ -425,21 +433,15 @@ fn scan_version(s: &str, at: usize) -> Option<(VersionText<'_>, usize)> {
 
 /// One OR group: constraints separated by whitespace or a comma, each an operator, optional
 /// whitespace and a version. `None` when the group does not have that shape.
-fn scan_group(group: &str) -> Option<Vec<(&str, VersionText<'_>)>> {
+fn scan_group(group: &str) -> Option<Vec<(Kind, VersionText<'_>)>> {
     let bytes = group.as_bytes();
     let mut at = run_end(bytes, 0, is_space);
     let mut units = Vec::new();
     loop {
         let operator_end = run_end(bytes, at, is_operator_char);
-        let operator = &group[at..operator_end];
-        if !matches!(
-            operator,
-            "" | "=" | "!=" | ">" | "<" | ">=" | "=>" | "<=" | "=<" | "~" | "~>" | "^"
-        ) {
-            return None;
-        }
+        let kind = Kind::from_operator(&group[at..operator_end])?;
         let (version, version_end) = scan_version(group, run_end(bytes, operator_end, is_space))?;
-        units.push((operator, version));
+        units.push((kind, version));
         let after = run_end(bytes, version_end, is_space);
         match bytes.get(after) {
             None => return Some(units),
@@ -510,8 +512,13 @@ mod tests {
     #[test]
     fn groups_split_into_operator_and_version() {
         let units = scan_group(" >= 1.2 , <3 !=2.0.0-rc.1+b").unwrap();
-        let ops: Vec<_> = units.iter().map(|(op, v)| (*op, v.text)).collect();
-        assert_eq!(ops, [(">=", "1.2"), ("<", "3"), ("!=", "2.0.0-rc.1+b")]);
+        let ops: Vec<_> = units.iter().map(|(kind, v)| (*kind, v.text)).collect();
+        let expected = [
+            (Kind::GreaterEqual, "1.2"),
+            (Kind::Less, "3"),
+            (Kind::NotEqual, "2.0.0-rc.1+b"),
+        ];
+        assert_eq!(ops, expected);
         assert!(scan_group("1.2>3").is_none());
         assert!(scan_group("==1").is_none());
         assert!(scan_group("").is_none());
