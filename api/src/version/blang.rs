@@ -11,14 +11,14 @@
 //! plainly. blang's text handling is reproduced as it is, quirks included, because the verdict on
 //! real catalogs must not change:
 //!
-//! | input                  | blang's reading                                                    |
-//! |------------------------|--------------------------------------------------------------------|
-//! | `> 1.0.0`, `>=  1.0.0` | spaces after `<`, `>`, `=` do not split terms                      |
-//! | `1 >2.0.0`             | a one-character term is dropped                                    |
-//! | `!=1.2.x`              | `<1.2.0 >=1.3.0` ANDed: matches nothing                            |
-//! | `1.x.x`                | `>=1.0.0 <1.1.0` (treated as a patch wildcard)                     |
-//! | `~1.2.x`               | an unknown operator before a wildcard is dropped: `=1.2.0`         |
-//! | `>1 \|\| \|\| <0.5.0`  | accepted; the empty middle group matches nothing (blang panics when it reaches it) |
+//! | input                  | blang's reading                                                 |
+//! |------------------------|-----------------------------------------------------------------|
+//! | `> 1.0.0`, `>=  1.0.0` | spaces after `<`, `>`, `=` do not split terms                   |
+//! | `1 >2.0.0`             | a one-character term is dropped                                 |
+//! | `!=1.2.x`              | `<1.2.0 >=1.3.0` ANDed: matches nothing                         |
+//! | `1.x.x`                | `>=1.0.0 <1.1.0` (treated as a patch wildcard)                  |
+//! | `~1.2.x`               | an unknown operator before a wildcard is dropped: `=1.2.0`      |
+//! | `>1 \|\| \|\| <0.5.0`  | accepted; the empty group never matches (blang panics on it)    |
 
 use std::fmt;
 
@@ -60,9 +60,17 @@ pub enum VersionError {
     Empty,
     #[error("No Major.Minor.Patch elements found")]
     MissingComponents,
-    #[error("Invalid character(s) found in {} number {}", .component.lowercase(), go_quote(.value))]
+    #[error(
+        "Invalid character(s) found in {} number {}",
+        .component.lowercase(),
+        go_quote(.value)
+    )]
     InvalidNumberCharacters { component: Component, value: String },
-    #[error("{} number must not contain leading zeroes {}", .component.capitalized(), go_quote(.value))]
+    #[error(
+        "{} number must not contain leading zeroes {}",
+        .component.capitalized(),
+        go_quote(.value)
+    )]
     NumberLeadingZero { component: Component, value: String },
     #[error("strconv.ParseUint: parsing {}: invalid syntax", go_quote(.0))]
     NumberSyntax(String),

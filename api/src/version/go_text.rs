@@ -2,8 +2,8 @@
 //!
 //! Input: strings. Output: Go `%q` quoting (`strconv.Quote`) and Go's `unicode.IsDigit`. No IO.
 //!
-//! Quoting is exact for ASCII. For other characters Go's `unicode.IsPrint` is approximated: control,
-//! format, separator and private-use characters are escaped, but unassigned code points are not.
+//! Quoting is exact for ASCII. For other characters Go's `unicode.IsPrint` is approximated:
+//! control, format, separator and private-use characters are escaped, unassigned ones are not.
 
 use std::fmt::Write as _;
 

@@ -7,8 +7,8 @@
 //!
 //! Syntax: `||` separates OR groups; inside a group, constraints are separated by spaces or commas
 //! and ANDed. A constraint is an operator and a version that may be partial (`1`, `1.2`), carry a
-//! `v` prefix, use `x`, `X` or `*` as wildcards, and carry a prerelease and build metadata (build is
-//! ignored). `A - B` (spaces required) is rewritten to `>= A, <= B` first.
+//! `v` prefix, use `x`, `X` or `*` as wildcards, and carry a prerelease and build metadata (build
+//! is ignored). `A - B` (spaces required) is rewritten to `>= A, <= B` first.
 //!
 //! | operator      | with a full version `1.2.3`    | with a partial/wildcard version        |
 //! |---------------|--------------------------------|----------------------------------------|
@@ -19,7 +19,8 @@
 //! | `<`           | less                           | `<` the zero-filled version            |
 //! | `<=`, `=<`    | less or equal                  | within or below the span: `<=1.x` < 2  |
 //! | `~`, `~>`     | `>=1.2.3 <1.3.0`               | `~1` = `>=1.0.0 <2.0.0`, `~0.0.0` = any |
-//! | `^`           | `>=1.2.3 <2.0.0`; `^0.2.3` <0.3.0; `^0.0.3` =0.0.3 | `^0` <1.0.0, `^0.0` <0.1.0 |
+//! | `^`           | `>=1.2.3 <2.0.0`, `^0.2.3` <0.3.0 | `^0` <1.0.0, `^0.0` <0.1.0          |
+//! |               | `^0.0.3` = `0.0.3`             |                                        |
 //!
 //! Masterminds' quirks are kept: `^*` matches only `0.0.0`, `!=*` excludes only `0.0.0`, `<=*`
 //! matches only `0.y.z`, and whatever follows a wildcard major is ignored (`x.2.3` = `*`).

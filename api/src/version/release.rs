@@ -6,13 +6,13 @@
 //!
 //! How a version string becomes a version and a release:
 //!
-//! | explicit release given | `explicit_release_support` | version     | release                       |
-//! |------------------------|----------------------------|-------------|-------------------------------|
-//! | no                     | any                        | `1.0.0+2`   | `2` (build read as release)   |
-//! | no                     | any                        | `1.0.0+001` | none (`001` is no release; build kept) |
-//! | yes (`"2"`)            | true                       | `1.0.0+x`   | `2` (build kept)              |
-//! | yes (`""`)             | true                       | `1.0.0+2`   | empty (explicit, build kept)  |
-//! | yes (`"999"`)          | false                      | `1.0.0+2`   | `2` (explicit release ignored) |
+//! | explicit release | support gate | version     | read as                                   |
+//! |------------------|--------------|-------------|-------------------------------------------|
+//! | none             | any          | `1.0.0+2`   | `1.0.0`, release `2` (build is release)   |
+//! | none             | any          | `1.0.0+001` | `1.0.0+001`, no release (`001` is none)   |
+//! | `"2"`            | on           | `1.0.0+x`   | `1.0.0+x`, release `2` (build kept)       |
+//! | `""`             | on           | `1.0.0+2`   | `1.0.0+2`, empty release (explicit)       |
+//! | `"999"`          | off          | `1.0.0+2`   | `1.0.0`, release `2` (explicit ignored)   |
 //!
 //! Order: version precedence (build ignored), then release; no release (or an empty one) ranks
 //! below any release, releases compare like prerelease identifier lists. Equality is this order's
@@ -112,7 +112,10 @@ pub struct SegmentError {
 /// Why a bundle's version or release cannot be read; messages are upstream's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReleaseError {
-    #[error("invalid release {}: exceeds maximum length of {MAX_RELEASE_LEN} characters", go_quote(.0))]
+    #[error(
+        "invalid release {}: exceeds maximum length of {MAX_RELEASE_LEN} characters",
+        go_quote(.0)
+    )]
     TooLong(String),
     #[error("invalid release {}: {}", go_quote(.release), join_segment_errors(.problems))]
     InvalidSegments {
