@@ -1,1 +1,4 @@
 //! catalogd: ClusterCatalog controller, catalog storage and the content HTTP API.
+
+pub mod http;
+pub mod storage;
