@@ -372,7 +372,8 @@ async fn metas_filters_by_schema_package_and_name() {
     let field = |v: &serde_json::Value, k: &str| {
         v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string()
     };
-    let cases: Vec<(&str, Box<dyn Fn(&serde_json::Value) -> bool>)> = vec![
+    type Predicate = Box<dyn Fn(&serde_json::Value) -> bool>;
+    let cases: Vec<(&str, Predicate)> = vec![
         (
             "schema=olm.package",
             Box::new(|v| field(v, "schema") == "olm.package"),
