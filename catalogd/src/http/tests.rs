@@ -372,7 +372,7 @@ async fn metas_filters_by_schema_package_and_name() {
     let field = |v: &serde_json::Value, k: &str| {
         v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string()
     };
-    type Predicate = Box<dyn Fn(&serde_json::Value) -> bool>;
+    type Predicate<'a> = Box<dyn Fn(&serde_json::Value) -> bool + 'a>;
     let cases: Vec<(&str, Predicate)> = vec![
         (
             "schema=olm.package",
