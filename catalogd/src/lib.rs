@@ -1,4 +1,5 @@
 //! catalogd: ClusterCatalog controller, catalog storage and the content HTTP API.
 
 pub mod http;
+pub mod metrics;
 pub mod storage;

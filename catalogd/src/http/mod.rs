@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use bytes::Bytes;
 
+use crate::metrics::Metrics;
 use crate::storage::{Query, Section, Storage, StoredCatalog};
 use body::Piece;
 use conditional::{Rules, Verdict};
@@ -29,14 +30,50 @@ pub use negotiate::{accepts_gzip, validate_catalog_name};
 
 const JSONL: &str = "application/jsonl";
 
-/// Routes of the catalog content API, under `/catalogs/`.
-pub fn router(storage: Storage) -> Router {
+/// Routes of the catalog content API, under `/catalogs/`, timed into `metrics`.
+pub fn router(storage: Storage, metrics: Metrics) -> Router {
     Router::new()
         .route("/catalogs/{catalog}/api/v1/all", any(all))
         .route("/catalogs/{catalog}/api/v1/metas", any(metas))
         .fallback(|| async { go_error(StatusCode::NOT_FOUND, "404 page not found") })
         .layer(axum::middleware::map_response(vary_accept_encoding))
+        .layer(axum::middleware::from_fn_with_state(
+            metrics,
+            crate::metrics::time_requests,
+        ))
         .with_state(storage)
+}
+
+/// Operational endpoints: `/healthz`, `/readyz` (ready once `ready` is set) and `/metrics`.
+pub fn ops_router(
+    metrics: Metrics,
+    ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Router {
+    use std::sync::atomic::Ordering;
+    Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            axum::routing::get(move || async move {
+                if ready.load(Ordering::Acquire) {
+                    (StatusCode::OK, "ok")
+                } else {
+                    (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            axum::routing::get(move || async move {
+                (
+                    [(
+                        header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    metrics.encode(),
+                )
+            }),
+        )
 }
 
 /// Upstream's gzip middleware marks every response as varying with `Accept-Encoding`.

@@ -484,3 +484,47 @@ async fn head_on_metas_sends_headers_only() {
     assert!(body.is_empty());
     assert_eq!(h(&headers, "content-type"), Some("application/jsonl"));
 }
+
+#[tokio::test]
+async fn request_durations_are_recorded_by_status_code() {
+    let f = fixture();
+    let metrics = Metrics::new();
+    let app = router(f.storage.clone(), metrics.clone());
+    let resp = app
+        .clone()
+        .oneshot(get("/catalogs/cat/api/v1/all"))
+        .await
+        .expect("infallible");
+    to_bytes(resp.into_body(), usize::MAX).await.expect("body");
+    let resp = app
+        .oneshot(get("/catalogs/nope/api/v1/all"))
+        .await
+        .expect("infallible");
+    to_bytes(resp.into_body(), usize::MAX).await.expect("body");
+    let text = metrics.encode();
+    assert!(
+        text.contains("catalogd_http_request_duration_seconds_count{code=\"200\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("catalogd_http_request_duration_seconds_count{code=\"404\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn ops_endpoints_report_health_readiness_and_metrics() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let ready = Arc::new(AtomicBool::new(false));
+    let app = ops_router(Metrics::new(), ready.clone());
+    let status = |uri: &'static str| {
+        let app = app.clone();
+        async move { app.oneshot(get(uri)).await.expect("infallible").status() }
+    };
+    assert_eq!(status("/healthz").await, StatusCode::OK);
+    assert_eq!(status("/readyz").await, StatusCode::SERVICE_UNAVAILABLE);
+    ready.store(true, Ordering::Release);
+    assert_eq!(status("/readyz").await, StatusCode::OK);
+    assert_eq!(status("/metrics").await, StatusCode::OK);
+}
