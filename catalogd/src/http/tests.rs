@@ -65,7 +65,7 @@ fn fixture() -> Fixture {
 }
 
 async fn send(storage: &Storage, req: Request<Body>) -> (StatusCode, HeaderMap, Vec<u8>) {
-    let resp = router(storage.clone())
+    let resp = router(storage.clone(), Metrics::new())
         .oneshot(req)
         .await
         .expect("infallible");
