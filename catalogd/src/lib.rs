@@ -2,4 +2,5 @@
 
 pub mod http;
 pub mod metrics;
+pub mod server;
 pub mod storage;
