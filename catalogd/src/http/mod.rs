@@ -1,0 +1,405 @@
+//! The catalog content HTTP API: `GET|HEAD /catalogs/{name}/api/v1/all` and `/api/v1/metas`.
+//!
+//! Input: requests and the [`Storage`]. Output: responses with upstream catalogd's status codes,
+//! headers and bytes. Reads stored content from the local filesystem; no other IO.
+//!
+//! Where the bytes differ from upstream on purpose: gzip responses of `/all` (and of `/metas`
+//! without filters) come from the copy compressed at store time instead of being compressed per
+//! request, and carry a `Content-Length`; uncompressed `/metas` responses carry one too.
+
+mod body;
+mod conditional;
+mod negotiate;
+mod range;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use bytes::Bytes;
+
+use crate::metrics::Metrics;
+use crate::storage::{Query, Section, Storage, StoredCatalog};
+use body::Piece;
+use conditional::{Rules, Verdict};
+use range::{ByteRange, RangeError};
+
+pub use negotiate::{accepts_gzip, validate_catalog_name};
+
+const JSONL: &str = "application/jsonl";
+
+/// Routes of the catalog content API, under `/catalogs/`, timed into `metrics`.
+pub fn router(storage: Storage, metrics: Metrics) -> Router {
+    Router::new()
+        .route("/catalogs/{catalog}/api/v1/all", any(all))
+        .route("/catalogs/{catalog}/api/v1/metas", any(metas))
+        .fallback(|| async { go_error(StatusCode::NOT_FOUND, "404 page not found") })
+        .layer(axum::middleware::map_response(vary_accept_encoding))
+        .layer(axum::middleware::from_fn_with_state(
+            metrics,
+            crate::metrics::time_requests,
+        ))
+        .with_state(storage)
+}
+
+/// Operational endpoints: `/healthz`, `/readyz` (ready once `ready` is set) and `/metrics`.
+pub fn ops_router(
+    metrics: Metrics,
+    ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Router {
+    use std::sync::atomic::Ordering;
+    Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            axum::routing::get(move || async move {
+                if ready.load(Ordering::Acquire) {
+                    (StatusCode::OK, "ok")
+                } else {
+                    (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            axum::routing::get(move || async move {
+                (
+                    [(
+                        header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    metrics.encode(),
+                )
+            }),
+        )
+}
+
+/// Upstream's gzip middleware marks every response as varying with `Accept-Encoding`.
+async fn vary_accept_encoding(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    response
+}
+
+/// An error response the way Go's `http.Error` writes one.
+fn go_error(status: StatusCode, text: &str) -> Response {
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        format!("{text}\n"),
+    )
+        .into_response()
+}
+
+fn status_text(status: StatusCode) -> String {
+    format!(
+        "{} {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    )
+}
+
+/// Checks method and catalog name and loads the catalog, or says which error to answer with.
+#[allow(clippy::result_large_err)] // The error is the response itself, built once per request.
+fn open(
+    storage: &Storage,
+    method: &Method,
+    catalog: &str,
+) -> Result<std::sync::Arc<StoredCatalog>, Response> {
+    if method != Method::GET && method != Method::HEAD {
+        return Err(go_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method Not Allowed",
+        ));
+    }
+    validate_catalog_name(catalog).map_err(|msg| go_error(StatusCode::BAD_REQUEST, &msg))?;
+    match storage.get(catalog) {
+        Ok(Some(stored)) => Ok(stored),
+        Ok(None) => Err(go_error(
+            StatusCode::NOT_FOUND,
+            &status_text(StatusCode::NOT_FOUND),
+        )),
+        Err(e) => {
+            tracing::error!(catalog, error = %e, "failed to open stored catalog");
+            Err(go_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &status_text(StatusCode::INTERNAL_SERVER_ERROR),
+            ))
+        }
+    }
+}
+
+fn last_modified(stored: &StoredCatalog) -> HeaderValue {
+    HeaderValue::from_str(&httpdate::fmt_http_date(stored.modified()))
+        .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"))
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A 304 carries `Last-Modified` but no content headers (Go's `writeNotModified`).
+fn not_modified(stored: &StoredCatalog) -> Response {
+    let mut r = StatusCode::NOT_MODIFIED.into_response();
+    r.headers_mut()
+        .insert(header::LAST_MODIFIED, last_modified(stored));
+    r
+}
+
+/// `GET|HEAD /catalogs/{catalog}/api/v1/all`: the whole catalog, with conditional requests,
+/// byte ranges (single and multipart) and gzip, as Go's `http.ServeContent` behind gzhttp.
+async fn all(
+    State(storage): State<Storage>,
+    method: Method,
+    Path(catalog): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let stored = match open(&storage, &method, &catalog) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let size = stored.len();
+    let use_range = match conditional::evaluate(&headers, stored.modified(), Rules::ServeContent) {
+        Verdict::NotModified => return not_modified(&stored),
+        Verdict::PreconditionFailed => {
+            let mut r = StatusCode::PRECONDITION_FAILED.into_response();
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSONL));
+            r.headers_mut()
+                .insert(header::LAST_MODIFIED, last_modified(&stored));
+            return r;
+        }
+        Verdict::BadModifiedSince => return unreachable_for_serve_content(),
+        Verdict::Proceed { use_range } => use_range,
+    };
+
+    let range_header = if use_range {
+        header_str(&headers, header::RANGE).unwrap_or("")
+    } else {
+        ""
+    };
+    let mut ranges = match range::parse_range(range_header, size) {
+        Ok(r) => r,
+        // Some clients send a range with every request; an empty file is served whole.
+        Err(RangeError::NoOverlap) if size == 0 => Vec::new(),
+        Err(e) => {
+            let mut r = go_error(StatusCode::RANGE_NOT_SATISFIABLE, e.message());
+            if e == RangeError::NoOverlap
+                && let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}"))
+            {
+                r.headers_mut().insert(header::CONTENT_RANGE, v);
+            }
+            return r;
+        }
+    };
+    if ranges.iter().map(|r| r.len).sum::<u64>() > size {
+        // More bytes than the file: an attack or a confused client; serve the whole file.
+        ranges.clear();
+    }
+
+    let mut builder = Response::builder().header(header::LAST_MODIFIED, last_modified(&stored));
+    let head = method == Method::HEAD;
+    let (status, pieces, content_type) = match ranges.as_slice() {
+        [] => {
+            let gzip = !head
+                && size >= negotiate::GZIP_MIN_SIZE
+                && accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
+            if gzip {
+                builder = builder.header(header::CONTENT_ENCODING, "gzip");
+                let whole = Section {
+                    offset: 0,
+                    len: stored.gzip_len(),
+                };
+                (StatusCode::OK, vec![Piece::Gzip(whole)], JSONL.to_string())
+            } else {
+                builder = builder.header(header::ACCEPT_RANGES, "bytes");
+                (
+                    StatusCode::OK,
+                    vec![Piece::Jsonl(Section {
+                        offset: 0,
+                        len: size,
+                    })],
+                    JSONL.to_string(),
+                )
+            }
+        }
+        [one] => {
+            builder = builder
+                .header(header::ACCEPT_RANGES, "bytes")
+                .header(header::CONTENT_RANGE, one.content_range(size));
+            let section = Section {
+                offset: one.start,
+                len: one.len,
+            };
+            (
+                StatusCode::PARTIAL_CONTENT,
+                vec![Piece::Jsonl(section)],
+                JSONL.to_string(),
+            )
+        }
+        many => {
+            builder = builder.header(header::ACCEPT_RANGES, "bytes");
+            let boundary = random_boundary();
+            let pieces = multipart_pieces(many, size, &boundary);
+            (
+                StatusCode::PARTIAL_CONTENT,
+                pieces,
+                format!("multipart/byteranges; boundary={boundary}"),
+            )
+        }
+    };
+    let len = body::total_len(&pieces);
+    builder = builder
+        .status(status)
+        .header(header::CONTENT_TYPE, content_type)
+        .header(header::CONTENT_LENGTH, len);
+    let body = if head {
+        Body::empty()
+    } else {
+        body::stream(stored, pieces, false)
+    };
+    builder.body(body).unwrap_or_else(|_| internal_error())
+}
+
+fn unreachable_for_serve_content() -> Response {
+    // ServeContent rules never produce this verdict; answer as a server error rather than panic.
+    internal_error()
+}
+
+fn internal_error() -> Response {
+    go_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &status_text(StatusCode::INTERNAL_SERVER_ERROR),
+    )
+}
+
+/// The parts of a `multipart/byteranges` body, laid out as Go's `mime/multipart` writes them.
+fn multipart_pieces(ranges: &[ByteRange], size: u64, boundary: &str) -> Vec<Piece> {
+    let mut pieces = Vec::with_capacity(ranges.len() * 2 + 1);
+    for (i, r) in ranges.iter().enumerate() {
+        let lead = if i == 0 { "" } else { "\r\n" };
+        let head = format!(
+            "{lead}--{boundary}\r\nContent-Range: {}\r\nContent-Type: {JSONL}\r\n\r\n",
+            r.content_range(size)
+        );
+        pieces.push(Piece::Static(Bytes::from(head)));
+        pieces.push(Piece::Jsonl(Section {
+            offset: r.start,
+            len: r.len,
+        }));
+    }
+    pieces.push(Piece::Static(Bytes::from(format!(
+        "\r\n--{boundary}--\r\n"
+    ))));
+    pieces
+}
+
+fn random_boundary() -> String {
+    let bytes: [u8; 30] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `GET|HEAD /catalogs/{catalog}/api/v1/metas?schema=&package=&name=`: the blobs matching every
+/// given field, in catalog order. Unknown parameters are a 400; no parameters mean every blob.
+async fn metas(
+    State(storage): State<Storage>,
+    method: Method,
+    Path(catalog): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    if method != Method::GET && method != Method::HEAD {
+        return go_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    }
+    if let Err(msg) = validate_catalog_name(&catalog) {
+        return go_error(StatusCode::BAD_REQUEST, &msg);
+    }
+    let params = match negotiate::parse_metas_query(query.as_deref()) {
+        Ok(p) => p,
+        Err(_) => {
+            return go_error(
+                StatusCode::BAD_REQUEST,
+                &status_text(StatusCode::BAD_REQUEST),
+            );
+        }
+    };
+    let stored = match open(&storage, &method, &catalog) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    match conditional::evaluate(&headers, stored.modified(), Rules::Metas) {
+        Verdict::NotModified => return not_modified(&stored),
+        Verdict::PreconditionFailed => {
+            let mut r = StatusCode::PRECONDITION_FAILED.into_response();
+            r.headers_mut()
+                .insert(header::LAST_MODIFIED, last_modified(&stored));
+            return r;
+        }
+        Verdict::BadModifiedSince => {
+            let mut r = internal_error();
+            r.headers_mut()
+                .insert(header::LAST_MODIFIED, last_modified(&stored));
+            return r;
+        }
+        Verdict::Proceed { .. } => {}
+    }
+
+    let query = Query {
+        schema: &params.schema,
+        package: &params.package,
+        name: &params.name,
+    };
+    let head = method == Method::HEAD;
+    let gzip_ok = !head && accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
+    let mut builder = Response::builder()
+        .status(StatusCode::OK)
+        .header(header::LAST_MODIFIED, last_modified(&stored))
+        .header(header::CONTENT_TYPE, JSONL);
+    let (pieces, compress) = if query.is_empty() {
+        let size = stored.len();
+        if gzip_ok && size >= negotiate::GZIP_MIN_SIZE {
+            builder = builder.header(header::CONTENT_ENCODING, "gzip");
+            (
+                vec![Piece::Gzip(Section {
+                    offset: 0,
+                    len: stored.gzip_len(),
+                })],
+                false,
+            )
+        } else {
+            (
+                vec![Piece::Jsonl(Section {
+                    offset: 0,
+                    len: size,
+                })],
+                false,
+            )
+        }
+    } else {
+        let sections = body::coalesce(&stored.index().query(query));
+        let pieces: Vec<Piece> = sections.into_iter().map(Piece::Jsonl).collect();
+        let compress = gzip_ok && body::total_len(&pieces) >= negotiate::GZIP_MIN_SIZE;
+        if compress {
+            builder = builder.header(header::CONTENT_ENCODING, "gzip");
+        }
+        (pieces, compress)
+    };
+    if !compress {
+        builder = builder.header(header::CONTENT_LENGTH, body::total_len(&pieces));
+    }
+    let body = if head {
+        Body::empty()
+    } else {
+        body::stream(stored, pieces, compress)
+    };
+    builder.body(body).unwrap_or_else(|_| internal_error())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,530 @@
+//! In-process router tests: every status code, header and query case of the content API.
+
+use std::io::Read;
+
+use axum::body::to_bytes;
+use axum::http::Request;
+use tower::ServiceExt;
+
+use super::*;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    storage: Storage,
+    jsonl: String,
+}
+
+/// A catalog with two packages, big enough (> 1 KiB) to be compressed.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = Storage::open(dir.path()).expect("storage");
+    let mut w = storage
+        .begin("cat", "sha256:1")
+        .expect("begin")
+        .expect("writer");
+    let mut jsonl = String::new();
+    let mut push = |schema: &str, package: &str, name: &str, blob: String| {
+        w.push(schema, package, name, blob.as_bytes())
+            .expect("push");
+        jsonl.push_str(&blob);
+        jsonl.push('\n');
+    };
+    for pkg in ["bar", "foo"] {
+        push(
+            "olm.package",
+            "",
+            pkg,
+            format!(r#"{{"name":"{pkg}","schema":"olm.package"}}"#),
+        );
+        push(
+            "olm.channel",
+            pkg,
+            "stable",
+            format!(
+                r#"{{"entries":[{{"name":"{pkg}.v1"}}],"name":"stable","package":"{pkg}","schema":"olm.channel"}}"#
+            ),
+        );
+        for v in 0..10 {
+            let pad = "x".repeat(40);
+            push(
+                "olm.bundle",
+                pkg,
+                &format!("{pkg}.v{v}"),
+                format!(
+                    r#"{{"image":"quay.io/{pkg}:{v}{pad}","name":"{pkg}.v{v}","package":"{pkg}","schema":"olm.bundle"}}"#
+                ),
+            );
+        }
+    }
+    w.commit().expect("commit");
+    Fixture {
+        _dir: dir,
+        storage,
+        jsonl,
+    }
+}
+
+async fn send(storage: &Storage, req: Request<Body>) -> (StatusCode, HeaderMap, Vec<u8>) {
+    let resp = router(storage.clone(), Metrics::new())
+        .oneshot(req)
+        .await
+        .expect("infallible");
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let body = to_bytes(resp.into_body(), usize::MAX).await.expect("body");
+    (status, headers, body.to_vec())
+}
+
+fn get(uri: &str) -> Request<Body> {
+    Request::get(uri).body(Body::empty()).expect("request")
+}
+
+fn get_with(uri: &str, name: &str, value: &str) -> Request<Body> {
+    Request::get(uri)
+        .header(name, value)
+        .body(Body::empty())
+        .expect("request")
+}
+
+fn h<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn gunzip(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_string(&mut out)
+        .expect("gunzip");
+    out
+}
+
+#[tokio::test]
+async fn all_serves_the_whole_catalog_as_json_lines() {
+    let f = fixture();
+    let (status, headers, body) = send(&f.storage, get("/catalogs/cat/api/v1/all")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(String::from_utf8(body).expect("utf8"), f.jsonl);
+    assert_eq!(h(&headers, "content-type"), Some("application/jsonl"));
+    assert_eq!(h(&headers, "accept-ranges"), Some("bytes"));
+    assert_eq!(
+        h(&headers, "content-length"),
+        Some(f.jsonl.len().to_string().as_str())
+    );
+    assert_eq!(h(&headers, "vary"), Some("Accept-Encoding"));
+    let lm = h(&headers, "last-modified").expect("last-modified");
+    assert!(httpdate::parse_http_date(lm).is_ok(), "{lm}");
+}
+
+#[tokio::test]
+async fn head_on_all_sends_headers_only() {
+    let f = fixture();
+    let req = Request::head("/catalogs/cat/api/v1/all")
+        .header("accept-encoding", "gzip")
+        .body(Body::empty())
+        .expect("req");
+    let (status, headers, body) = send(&f.storage, req).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.is_empty());
+    assert_eq!(
+        h(&headers, "content-length"),
+        Some(f.jsonl.len().to_string().as_str())
+    );
+    assert_eq!(h(&headers, "content-encoding"), None);
+}
+
+#[tokio::test]
+async fn all_is_gzipped_when_the_client_accepts_it() {
+    let f = fixture();
+    let (status, headers, body) = send(
+        &f.storage,
+        get_with(
+            "/catalogs/cat/api/v1/all",
+            "accept-encoding",
+            "gzip, deflate",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(h(&headers, "content-encoding"), Some("gzip"));
+    assert_eq!(h(&headers, "accept-ranges"), None);
+    assert_eq!(gunzip(&body), f.jsonl);
+}
+
+#[tokio::test]
+async fn small_catalogs_are_not_compressed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = Storage::open(dir.path()).expect("storage");
+    let mut w = storage.begin("tiny", "d").expect("begin").expect("writer");
+    w.push(
+        "olm.package",
+        "",
+        "a",
+        br#"{"name":"a","schema":"olm.package"}"#,
+    )
+    .expect("push");
+    w.commit().expect("commit");
+    let (_, headers, body) = send(
+        &storage,
+        get_with("/catalogs/tiny/api/v1/all", "accept-encoding", "gzip"),
+    )
+    .await;
+    assert_eq!(h(&headers, "content-encoding"), None);
+    assert_eq!(body, b"{\"name\":\"a\",\"schema\":\"olm.package\"}\n");
+}
+
+#[tokio::test]
+async fn unknown_catalogs_are_404() {
+    let f = fixture();
+    for uri in ["/catalogs/nope/api/v1/all", "/catalogs/nope/api/v1/metas"] {
+        let (status, headers, body) = send(&f.storage, get(uri)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
+        assert_eq!(body, b"404 Not Found\n");
+        assert_eq!(
+            h(&headers, "content-type"),
+            Some("text/plain; charset=utf-8")
+        );
+        assert_eq!(h(&headers, "x-content-type-options"), Some("nosniff"));
+    }
+}
+
+#[tokio::test]
+async fn unknown_paths_get_the_mux_404() {
+    let f = fixture();
+    for uri in [
+        "/",
+        "/catalogs/cat",
+        "/catalogs/cat/api/v1/other",
+        "/catalogs/cat/api/v1/all/",
+    ] {
+        let (status, headers, body) = send(&f.storage, get(uri)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
+        assert_eq!(body, b"404 page not found\n");
+        assert_eq!(h(&headers, "vary"), Some("Accept-Encoding"));
+    }
+}
+
+#[tokio::test]
+async fn invalid_catalog_names_are_400_with_the_validation_message() {
+    let f = fixture();
+    for uri in [
+        "/catalogs/Bad_Name/api/v1/all",
+        "/catalogs/..%2F..%2Fetc/api/v1/metas",
+    ] {
+        let (status, _, body) = send(&f.storage, get(uri)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+        let text = String::from_utf8(body).expect("utf8");
+        assert!(
+            text.starts_with("invalid catalog name: a lowercase RFC 1123 subdomain"),
+            "{text}"
+        );
+        assert!(text.ends_with("')\n"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn other_methods_are_405() {
+    let f = fixture();
+    for uri in ["/catalogs/cat/api/v1/all", "/catalogs/cat/api/v1/metas"] {
+        for method in [Method::POST, Method::PUT, Method::DELETE] {
+            let req = Request::builder()
+                .method(method.clone())
+                .uri(uri)
+                .body(Body::empty())
+                .expect("req");
+            let (status, _, body) = send(&f.storage, req).await;
+            assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {uri}");
+            assert_eq!(body, b"Method Not Allowed\n");
+        }
+    }
+}
+
+#[tokio::test]
+async fn if_modified_since_answers_304_on_both_endpoints() {
+    let f = fixture();
+    let (_, headers, _) = send(&f.storage, get("/catalogs/cat/api/v1/all")).await;
+    let lm = h(&headers, "last-modified").expect("lm").to_string();
+    for uri in [
+        "/catalogs/cat/api/v1/all",
+        "/catalogs/cat/api/v1/metas?package=foo",
+    ] {
+        let (status, headers, body) =
+            send(&f.storage, get_with(uri, "if-modified-since", &lm)).await;
+        assert_eq!(status, StatusCode::NOT_MODIFIED, "{uri}");
+        assert!(body.is_empty());
+        assert_eq!(h(&headers, "content-type"), None);
+        assert_eq!(h(&headers, "last-modified"), Some(lm.as_str()));
+    }
+    let old = "Mon, 01 Jan 2001 00:00:00 GMT";
+    let (status, _, _) = send(
+        &f.storage,
+        get_with("/catalogs/cat/api/v1/all", "if-modified-since", old),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_single_range_is_206_with_the_exact_bytes() {
+    let f = fixture();
+    let (status, headers, body) = send(
+        &f.storage,
+        get_with("/catalogs/cat/api/v1/all", "range", "bytes=10-19"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(body, f.jsonl.as_bytes()[10..20]);
+    assert_eq!(
+        h(&headers, "content-range"),
+        Some(format!("bytes 10-19/{}", f.jsonl.len()).as_str())
+    );
+    assert_eq!(h(&headers, "content-length"), Some("10"));
+    // A range is never compressed (upstream's gzip middleware skips Content-Range responses).
+    let req = Request::get("/catalogs/cat/api/v1/all")
+        .header("range", "bytes=-5")
+        .header("accept-encoding", "gzip")
+        .body(Body::empty())
+        .expect("req");
+    let (status, headers, body) = send(&f.storage, req).await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(h(&headers, "content-encoding"), None);
+    assert_eq!(body, f.jsonl.as_bytes()[f.jsonl.len() - 5..]);
+}
+
+#[tokio::test]
+async fn several_ranges_are_a_multipart_body() {
+    let f = fixture();
+    let (status, headers, body) = send(
+        &f.storage,
+        get_with("/catalogs/cat/api/v1/all", "range", "bytes=0-4,20-24"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    let ct = h(&headers, "content-type").expect("ct");
+    let boundary = ct
+        .strip_prefix("multipart/byteranges; boundary=")
+        .expect("multipart");
+    let size = f.jsonl.len();
+    let expected = format!(
+        "--{b}\r\nContent-Range: bytes 0-4/{size}\r\nContent-Type: application/jsonl\r\n\r\n{p1}\r\n--{b}\r\nContent-Range: bytes 20-24/{size}\r\nContent-Type: application/jsonl\r\n\r\n{p2}\r\n--{b}--\r\n",
+        b = boundary,
+        p1 = &f.jsonl[0..5],
+        p2 = &f.jsonl[20..25],
+    );
+    assert_eq!(String::from_utf8(body).expect("utf8"), expected);
+    assert_eq!(
+        h(&headers, "content-length"),
+        Some(expected.len().to_string().as_str())
+    );
+}
+
+#[tokio::test]
+async fn unsatisfiable_ranges_are_416() {
+    let f = fixture();
+    let size = f.jsonl.len();
+    let (status, headers, body) = send(
+        &f.storage,
+        get_with(
+            "/catalogs/cat/api/v1/all",
+            "range",
+            &format!("bytes={size}-"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE);
+    assert_eq!(
+        h(&headers, "content-range"),
+        Some(format!("bytes */{size}").as_str())
+    );
+    assert_eq!(body, b"invalid range: failed to overlap\n");
+    let (status, _, body) = send(
+        &f.storage,
+        get_with("/catalogs/cat/api/v1/all", "range", "bytes=5-1"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE);
+    assert_eq!(body, b"invalid range\n");
+}
+
+#[tokio::test]
+async fn a_stale_if_range_serves_the_whole_catalog() {
+    let f = fixture();
+    let req = Request::get("/catalogs/cat/api/v1/all")
+        .header("range", "bytes=0-1")
+        .header("if-range", "Mon, 01 Jan 2001 00:00:00 GMT")
+        .body(Body::empty())
+        .expect("req");
+    let (status, _, body) = send(&f.storage, req).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body.len(), f.jsonl.len());
+}
+
+fn lines_matching(jsonl: &str, pred: impl Fn(&serde_json::Value) -> bool) -> String {
+    jsonl
+        .lines()
+        .filter(|l| pred(&serde_json::from_str(l).expect("json")))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[tokio::test]
+async fn metas_filters_by_schema_package_and_name() {
+    let f = fixture();
+    let field = |v: &serde_json::Value, k: &str| {
+        v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string()
+    };
+    type Predicate<'a> = Box<dyn Fn(&serde_json::Value) -> bool + 'a>;
+    let cases: Vec<(&str, Predicate)> = vec![
+        (
+            "schema=olm.package",
+            Box::new(|v| field(v, "schema") == "olm.package"),
+        ),
+        ("package=foo", Box::new(|v| field(v, "package") == "foo")),
+        (
+            "schema=olm.package&name=foo",
+            Box::new(|v| field(v, "schema") == "olm.package" && field(v, "name") == "foo"),
+        ),
+        (
+            "schema=olm.bundle&package=bar&name=bar.v3",
+            Box::new(|v| field(v, "name") == "bar.v3"),
+        ),
+        ("name=stable", Box::new(|v| field(v, "name") == "stable")),
+        ("package=nope", Box::new(|_| false)),
+        ("schema=", Box::new(|_| true)),
+        ("", Box::new(|_| true)),
+    ];
+    for (query, pred) in cases {
+        let (status, headers, body) = send(
+            &f.storage,
+            get(&format!("/catalogs/cat/api/v1/metas?{query}")),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{query}");
+        assert_eq!(
+            h(&headers, "content-type"),
+            Some("application/jsonl"),
+            "{query}"
+        );
+        assert_eq!(
+            String::from_utf8(body).expect("utf8"),
+            lines_matching(&f.jsonl, pred),
+            "{query}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn metas_rejects_unknown_parameters() {
+    let f = fixture();
+    let (status, _, body) = send(
+        &f.storage,
+        get("/catalogs/cat/api/v1/metas?package=foo&pkg=bar"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body, b"400 Bad Request\n");
+}
+
+#[tokio::test]
+async fn metas_compresses_large_answers_on_the_fly() {
+    let f = fixture();
+    let (status, headers, body) = send(
+        &f.storage,
+        get_with(
+            "/catalogs/cat/api/v1/metas?package=foo",
+            "accept-encoding",
+            "gzip",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(h(&headers, "content-encoding"), Some("gzip"));
+    assert_eq!(h(&headers, "content-length"), None);
+    let field = |v: &serde_json::Value| v.get("package").and_then(|x| x.as_str()) == Some("foo");
+    assert_eq!(gunzip(&body), lines_matching(&f.jsonl, field));
+    let (_, headers, body) = send(
+        &f.storage,
+        get_with(
+            "/catalogs/cat/api/v1/metas?schema=olm.package&name=foo",
+            "accept-encoding",
+            "gzip",
+        ),
+    )
+    .await;
+    assert_eq!(
+        h(&headers, "content-encoding"),
+        None,
+        "answers under 1 KiB stay plain"
+    );
+    assert_eq!(body, b"{\"name\":\"foo\",\"schema\":\"olm.package\"}\n");
+}
+
+#[tokio::test]
+async fn metas_answers_a_bad_if_modified_since_with_500_like_upstream() {
+    let f = fixture();
+    let (status, _, _) = send(
+        &f.storage,
+        get_with(
+            "/catalogs/cat/api/v1/metas?package=foo",
+            "if-modified-since",
+            "not a date",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+}
+
+#[tokio::test]
+async fn head_on_metas_sends_headers_only() {
+    let f = fixture();
+    let req = Request::head("/catalogs/cat/api/v1/metas?package=foo")
+        .body(Body::empty())
+        .expect("req");
+    let (status, headers, body) = send(&f.storage, req).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.is_empty());
+    assert_eq!(h(&headers, "content-type"), Some("application/jsonl"));
+}
+
+#[tokio::test]
+async fn request_durations_are_recorded_by_status_code() {
+    let f = fixture();
+    let metrics = Metrics::new();
+    let app = router(f.storage.clone(), metrics.clone());
+    let resp = app
+        .clone()
+        .oneshot(get("/catalogs/cat/api/v1/all"))
+        .await
+        .expect("infallible");
+    to_bytes(resp.into_body(), usize::MAX).await.expect("body");
+    let resp = app
+        .oneshot(get("/catalogs/nope/api/v1/all"))
+        .await
+        .expect("infallible");
+    to_bytes(resp.into_body(), usize::MAX).await.expect("body");
+    let text = metrics.encode();
+    assert!(
+        text.contains("catalogd_http_request_duration_seconds_count{code=\"200\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("catalogd_http_request_duration_seconds_count{code=\"404\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn ops_endpoints_report_health_readiness_and_metrics() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let ready = Arc::new(AtomicBool::new(false));
+    let app = ops_router(Metrics::new(), ready.clone());
+    let status = |uri: &'static str| {
+        let app = app.clone();
+        async move { app.oneshot(get(uri)).await.expect("infallible").status() }
+    };
+    assert_eq!(status("/healthz").await, StatusCode::OK);
+    assert_eq!(status("/readyz").await, StatusCode::SERVICE_UNAVAILABLE);
+    ready.store(true, Ordering::Release);
+    assert_eq!(status("/readyz").await, StatusCode::OK);
+    assert_eq!(status("/metrics").await, StatusCode::OK);
+}

@@ -1,0 +1,482 @@
+//! On-disk catalog content: `catalog.jsonl`, its byte-range index and a precompressed gzip copy.
+//!
+//! Input: a stream of blobs (schema, package, name, canonical JSON bytes) for a catalog and the
+//! source digest they came from. Output: an immutable [`StoredCatalog`] that HTTP handlers read.
+//! Touches the local filesystem only.
+//!
+//! Layout under the storage root:
+//!
+//! ```text
+//! <catalog>/current            name of the live content directory (replaced atomically)
+//! <catalog>/<content-id>/      catalog.jsonl, catalog.jsonl.gz, index.json, meta.json
+//! <catalog>/.tmp-<id>/         a store in progress (removed at the next start)
+//! ```
+//!
+//! Why this shape:
+//! - A store writes a fresh content directory and then swaps the `current` pointer, so readers
+//!   never see half-written content, and a crash leaves the previous content serving.
+//! - A [`StoredCatalog`] keeps its files open and its index in memory, so requests already holding
+//!   it keep reading consistent bytes even after a newer store or a delete removed its directory
+//!   (an open file outlives its directory entry).
+//! - Storing the digest that is already live is a no-op: the files, and so `Last-Modified`, stay
+//!   exactly as they were (upstream rewrites them on every poll).
+//! - Content survives restarts: the live directory is found again through `current`.
+
+mod index;
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde::{Deserialize, Serialize};
+
+pub use index::{Index, Query, Section};
+
+const JSONL: &str = "catalog.jsonl";
+const GZIP: &str = "catalog.jsonl.gz";
+const INDEX: &str = "index.json";
+const META: &str = "meta.json";
+const CURRENT: &str = "current";
+const TMP_PREFIX: &str = ".tmp-";
+
+/// Errors of the storage step.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error(
+        "invalid catalog name {0:?}: must be a non-empty name without '/' that does not start with '.'"
+    )]
+    InvalidName(String),
+    #[error("failed to {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to read stored catalog metadata {path}: {source}")]
+    Corrupt {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StorageError + 'a {
+    move |source| StorageError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What `meta.json` records about a content directory.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+struct ContentMeta {
+    /// Identity of the source content (for images: the resolved digest reference).
+    digest: String,
+    /// Size of `catalog.jsonl` in bytes.
+    size: u64,
+    /// Size of `catalog.jsonl.gz` in bytes.
+    gzip_size: u64,
+    /// Number of blobs.
+    blobs: u64,
+}
+
+/// The catalogs stored under one root directory. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Storage {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    root: PathBuf,
+    live: RwLock<HashMap<String, Arc<StoredCatalog>>>,
+}
+
+/// One catalog's live content. Immutable; replaced as a whole by a newer store.
+#[derive(Debug)]
+pub struct StoredCatalog {
+    name: String,
+    dir: PathBuf,
+    meta: ContentMeta,
+    jsonl: File,
+    gzip: File,
+    modified: SystemTime,
+    index: Index,
+}
+
+impl StoredCatalog {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The source digest this content was produced from.
+    pub fn digest(&self) -> &str {
+        &self.meta.digest
+    }
+    /// Size of the JSON Lines content in bytes.
+    pub fn len(&self) -> u64 {
+        self.meta.size
+    }
+    pub fn is_empty(&self) -> bool {
+        self.meta.size == 0
+    }
+    /// Size of the precompressed copy in bytes.
+    pub fn gzip_len(&self) -> u64 {
+        self.meta.gzip_size
+    }
+    /// Number of blobs.
+    pub fn blobs(&self) -> u64 {
+        self.meta.blobs
+    }
+    /// When the content was written (the modification time of `catalog.jsonl`).
+    pub fn modified(&self) -> SystemTime {
+        self.modified
+    }
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+    /// Reads JSON Lines bytes at `offset`; positional, so concurrent readers do not interfere.
+    pub fn read_jsonl_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.jsonl.read_at(buf, offset)
+    }
+    /// Reads precompressed bytes at `offset`.
+    pub fn read_gzip_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.gzip.read_at(buf, offset)
+    }
+    /// Path of the JSON Lines file (for tools and tests; handlers read through the open file).
+    pub fn jsonl_path(&self) -> PathBuf {
+        self.dir.join(JSONL)
+    }
+}
+
+impl Storage {
+    /// Opens (creating if needed) a storage root. Existing content is loaded lazily.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Storage, StorageError> {
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(io_err("create storage root", &root))?;
+        Ok(Storage {
+            inner: Arc::new(Inner {
+                root,
+                live: RwLock::new(HashMap::new()),
+            }),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The live content of `catalog`, loading it from disk after a restart.
+    pub fn get(&self, catalog: &str) -> Result<Option<Arc<StoredCatalog>>, StorageError> {
+        validate_name(catalog)?;
+        if let Some(found) = self.read_live().get(catalog) {
+            return Ok(Some(found.clone()));
+        }
+        let Some(loaded) = self.load_from_disk(catalog)? else {
+            return Ok(None);
+        };
+        let mut live = self.write_live();
+        // Another caller may have loaded or stored it meanwhile; keep theirs.
+        Ok(Some(
+            live.entry(catalog.to_string()).or_insert(loaded).clone(),
+        ))
+    }
+
+    /// Names of every catalog with content on disk.
+    pub fn catalogs(&self) -> Result<Vec<String>, StorageError> {
+        let root = &self.inner.root;
+        let mut names = Vec::new();
+        for entry in fs::read_dir(root).map_err(io_err("list", root))? {
+            let entry = entry.map_err(io_err("list", root))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if validate_name(&name).is_ok() && entry.path().join(CURRENT).is_file() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Starts storing new content for `catalog` from source `digest`. Returns `None` when that
+    /// digest is already live, in which case nothing is written.
+    ///
+    /// Stores of one catalog must not overlap (the controller reconciles a catalog at a time):
+    /// committing removes every other content directory of that catalog.
+    pub fn begin(
+        &self,
+        catalog: &str,
+        digest: &str,
+    ) -> Result<Option<CatalogWriter>, StorageError> {
+        if let Some(current) = self.get(catalog)?
+            && current.digest() == digest
+        {
+            return Ok(None);
+        }
+        let catalog_dir = self.inner.root.join(catalog);
+        fs::create_dir_all(&catalog_dir).map_err(io_err("create", &catalog_dir))?;
+        let id = random_id();
+        let tmp = catalog_dir.join(format!("{TMP_PREFIX}{id}"));
+        fs::create_dir(&tmp).map_err(io_err("create", &tmp))?;
+        let jsonl_path = tmp.join(JSONL);
+        let gzip_path = tmp.join(GZIP);
+        let jsonl = File::create(&jsonl_path).map_err(io_err("create", &jsonl_path))?;
+        let gzip = File::create(&gzip_path).map_err(io_err("create", &gzip_path))?;
+        Ok(Some(CatalogWriter {
+            storage: self.clone(),
+            catalog: catalog.to_string(),
+            digest: digest.to_string(),
+            id,
+            tmp,
+            jsonl: BufWriter::with_capacity(256 * 1024, jsonl),
+            gzip: Some(GzEncoder::new(
+                BufWriter::with_capacity(256 * 1024, gzip),
+                Compression::new(6),
+            )),
+            index: Index::default(),
+            offset: 0,
+            blobs: 0,
+            committed: false,
+        }))
+    }
+
+    /// Removes `catalog`'s content. Requests already holding it finish reading it first.
+    pub fn delete(&self, catalog: &str) -> Result<(), StorageError> {
+        validate_name(catalog)?;
+        self.write_live().remove(catalog);
+        let dir = self.inner.root.join(catalog);
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err("remove", &dir)(e)),
+        }
+    }
+
+    fn read_live(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<StoredCatalog>>> {
+        self.inner
+            .live
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write_live(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<StoredCatalog>>> {
+        self.inner
+            .live
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn load_from_disk(&self, catalog: &str) -> Result<Option<Arc<StoredCatalog>>, StorageError> {
+        let catalog_dir = self.inner.root.join(catalog);
+        let pointer = catalog_dir.join(CURRENT);
+        let id = match fs::read_to_string(&pointer) {
+            Ok(s) => s.trim().to_string(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err("read", &pointer)(e)),
+        };
+        if id.is_empty() || id.contains('/') || id.starts_with('.') {
+            return Ok(None);
+        }
+        // Leftovers of interrupted stores or superseded content from before the restart.
+        sweep(&catalog_dir, Some(&id));
+        let stored = open_content(catalog, &catalog_dir.join(&id))?;
+        Ok(Some(Arc::new(stored)))
+    }
+}
+
+/// Appends blobs to a catalog being stored; [`CatalogWriter::commit`] makes them live. Dropping an
+/// uncommitted writer removes its temporary directory.
+pub struct CatalogWriter {
+    storage: Storage,
+    catalog: String,
+    digest: String,
+    id: String,
+    tmp: PathBuf,
+    jsonl: BufWriter<File>,
+    gzip: Option<GzEncoder<BufWriter<File>>>,
+    index: Index,
+    offset: u64,
+    blobs: u64,
+    committed: bool,
+}
+
+impl CatalogWriter {
+    /// Appends one blob (canonical JSON without a trailing newline) as one line.
+    pub fn push(
+        &mut self,
+        schema: &str,
+        package: &str,
+        name: &str,
+        blob: &[u8],
+    ) -> Result<(), StorageError> {
+        let len = blob.len() as u64 + 1;
+        let write = |w: &mut dyn Write| -> io::Result<()> {
+            w.write_all(blob)?;
+            w.write_all(b"\n")
+        };
+        write(&mut self.jsonl).map_err(io_err("write", &self.tmp.join(JSONL)))?;
+        if let Some(gzip) = self.gzip.as_mut() {
+            write(gzip).map_err(io_err("write", &self.tmp.join(GZIP)))?;
+        }
+        self.index.add(
+            schema,
+            package,
+            name,
+            Section {
+                offset: self.offset,
+                len,
+            },
+        );
+        self.offset += len;
+        self.blobs += 1;
+        Ok(())
+    }
+
+    /// Flushes everything to disk and atomically makes this content live.
+    pub fn commit(mut self) -> Result<Arc<StoredCatalog>, StorageError> {
+        let tmp = self.tmp.clone();
+        let jsonl_path = tmp.join(JSONL);
+        let gzip_path = tmp.join(GZIP);
+        self.jsonl.flush().map_err(io_err("write", &jsonl_path))?;
+        self.jsonl
+            .get_ref()
+            .sync_all()
+            .map_err(io_err("sync", &jsonl_path))?;
+        let gz = self.gzip.take().expect("the encoder is only taken here");
+        let mut gz_inner = gz.finish().map_err(io_err("write", &gzip_path))?;
+        gz_inner.flush().map_err(io_err("write", &gzip_path))?;
+        gz_inner
+            .get_ref()
+            .sync_all()
+            .map_err(io_err("sync", &gzip_path))?;
+        let gzip_size = fs::metadata(&gzip_path)
+            .map_err(io_err("stat", &gzip_path))?
+            .len();
+
+        let meta = ContentMeta {
+            digest: self.digest.clone(),
+            size: self.offset,
+            gzip_size,
+            blobs: self.blobs,
+        };
+        write_json(&tmp.join(INDEX), &self.index)?;
+        write_json(&tmp.join(META), &meta)?;
+
+        let catalog_dir = self.storage.inner.root.join(&self.catalog);
+        let final_dir = catalog_dir.join(&self.id);
+        fs::rename(&tmp, &final_dir).map_err(io_err("rename", &tmp))?;
+        self.committed = true;
+        let pointer_tmp = catalog_dir.join(format!("{TMP_PREFIX}{}-current", self.id));
+        fs::write(&pointer_tmp, format!("{}\n", self.id)).map_err(io_err("write", &pointer_tmp))?;
+        File::open(&pointer_tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(io_err("sync", &pointer_tmp))?;
+        fs::rename(&pointer_tmp, catalog_dir.join(CURRENT))
+            .map_err(io_err("rename", &pointer_tmp))?;
+
+        let stored = Arc::new(open_content_with_index(
+            &self.catalog,
+            &final_dir,
+            meta,
+            std::mem::take(&mut self.index),
+        )?);
+        self.storage
+            .write_live()
+            .insert(self.catalog.clone(), stored.clone());
+        // The previous content (and any leftovers) can go now: readers hold open files.
+        sweep(&catalog_dir, Some(&self.id));
+        Ok(stored)
+    }
+}
+
+impl Drop for CatalogWriter {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), StorageError> {
+    let file = File::create(path).map_err(io_err("create", path))?;
+    let mut w = BufWriter::new(file);
+    serde_json::to_writer(&mut w, value).map_err(|e| io_err("write", path)(io::Error::other(e)))?;
+    w.flush().map_err(io_err("write", path))?;
+    w.get_ref().sync_all().map_err(io_err("sync", path))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, StorageError> {
+    let file = File::open(path).map_err(io_err("open", path))?;
+    serde_json::from_reader(io::BufReader::new(file)).map_err(|source| StorageError::Corrupt {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn open_content(catalog: &str, dir: &Path) -> Result<StoredCatalog, StorageError> {
+    let meta: ContentMeta = read_json(&dir.join(META))?;
+    let index: Index = read_json(&dir.join(INDEX))?;
+    open_content_with_index(catalog, dir, meta, index)
+}
+
+fn open_content_with_index(
+    catalog: &str,
+    dir: &Path,
+    meta: ContentMeta,
+    index: Index,
+) -> Result<StoredCatalog, StorageError> {
+    let jsonl_path = dir.join(JSONL);
+    let gzip_path = dir.join(GZIP);
+    let jsonl = File::open(&jsonl_path).map_err(io_err("open", &jsonl_path))?;
+    let gzip = File::open(&gzip_path).map_err(io_err("open", &gzip_path))?;
+    let stat = jsonl.metadata().map_err(io_err("stat", &jsonl_path))?;
+    let modified = stat.modified().map_err(io_err("stat", &jsonl_path))?;
+    Ok(StoredCatalog {
+        name: catalog.to_string(),
+        dir: dir.to_path_buf(),
+        meta,
+        jsonl,
+        gzip,
+        modified,
+        index,
+    })
+}
+
+/// Removes every entry of a catalog directory except `keep` and the `current` pointer.
+fn sweep(catalog_dir: &Path, keep: Option<&str>) {
+    let Ok(entries) = fs::read_dir(catalog_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == CURRENT || Some(name.as_str()) == keep {
+            continue;
+        }
+        let path = entry.path();
+        let _ = if path.is_dir() {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+    }
+}
+
+fn validate_name(name: &str) -> Result<(), StorageError> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') || name.contains('\0') {
+        return Err(StorageError::InvalidName(name.to_string()));
+    }
+    Ok(())
+}
+
+fn random_id() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+#[cfg(test)]
+mod tests;
