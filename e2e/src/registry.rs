@@ -5,20 +5,23 @@
 //! temporary directory, optionally with htpasswd authentication and/or TLS from a throwaway CA.
 //! Starts a child process and talks to it over loopback only.
 //!
-//! The child is started through `setpriv --pdeathsig KILL` so it dies with the thread that
-//! spawned it (for `#[tokio::test]`, the test's thread), and is killed on drop as well.
+//! The child is started through `setpriv --pdeathsig KILL` so it cannot outlive the test process,
+//! and is killed on drop as well. The parent-death signal fires when the *thread* that forked
+//! exits, so children are forked from one dedicated thread that lives as long as the process:
+//! a registry started inside one test's runtime and shared with later tests keeps running.
 
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use olm_image::DockerConfig;
 use olm_image::pull::PullerConfig;
 use olm_image::push::PusherConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
 
 /// Environment variable naming the docker-registry binary.
 pub const REGISTRY_BIN_ENV: &str = "OLM_REGISTRY_BIN";
@@ -224,7 +227,9 @@ impl Registry {
     /// Stops serving (connections are refused) but keeps storage and port for [`Registry::restart`].
     pub async fn shut_down(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill().await;
+            let _ = child.kill();
+            // Reaping a SIGKILLed child is immediate.
+            let _ = child.wait();
         }
     }
 
@@ -321,12 +326,12 @@ impl Registry {
             .arg(self.config_path())
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(log_err)
-            .kill_on_drop(true);
-        let child = command.spawn().map_err(|source| RegistryError::Setup {
-            what: "process",
-            source,
-        })?;
+            .stderr(log_err);
+        let child =
+            spawn_from_long_lived_thread(command).map_err(|source| RegistryError::Setup {
+                what: "process",
+                source,
+            })?;
         self.child = Some(child);
         match self.wait_ready().await {
             Ok(()) => Ok(()),
@@ -378,10 +383,43 @@ impl Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.start_kill();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
+}
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Forks `command` from a thread that never exits, so `--pdeathsig` fires only when the whole
+/// process ends, not when the calling test's thread does.
+fn spawn_from_long_lived_thread(command: Command) -> std::io::Result<Child> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("olm-e2e-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .map(|_| ())
+            .unwrap_or_else(|e| eprintln!("olm-e2e: cannot start the spawner thread: {e}"));
+        Mutex::new(tx)
+    });
+    let (reply_tx, reply_rx) = mpsc::channel();
+    let sent = spawner
+        .lock()
+        .map_err(|_| std::io::Error::other("spawner lock poisoned"))?
+        .send((command, reply_tx));
+    if sent.is_err() {
+        return Err(std::io::Error::other("spawner thread is not running"));
+    }
+    reply_rx
+        .recv()
+        .map_err(|_| std::io::Error::other("spawner thread stopped"))?
 }
 
 fn registry_binary() -> Result<PathBuf, RegistryError> {

@@ -830,3 +830,42 @@ async fn deleting_an_owner_removes_its_cache_only() {
             .is_none()
     );
 }
+
+#[test]
+fn registry_started_on_a_thread_that_has_exited_keeps_serving() {
+    // The parent-death signal is tied to the forking thread; a registry shared across tests must
+    // not die when the test (thread) that started it ends.
+    let mut registry = std::thread::spawn(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(Registry::start())
+            .unwrap_or_else(|e| panic!("{e}"))
+    })
+    .join()
+    .unwrap();
+    // Give a (wrongly) delivered SIGKILL time to land before probing.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let pushed = pusher(&registry)
+            .push_image(
+                &registry.image("catalogs/test:v1"),
+                &catalog_spec(&[("a.json", "{}")]),
+            )
+            .await
+            .unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let resolved = puller(&registry, cache.path())
+            .resolve_digest(&registry.image("catalogs/test:v1"))
+            .await
+            .unwrap();
+        assert_eq!(resolved, pushed.digest);
+        registry.shut_down().await;
+    });
+}
