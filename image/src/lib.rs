@@ -1,1 +1,26 @@
-//! OCI images: pull by tag or digest, push fixtures, and extract layers safely.
+//! OCI images for OLM: pull by tag or digest into a digest-keyed disk cache with hostile-input-safe
+//! layer extraction, and push fixture images built from directories. Shared by catalogd (catalog
+//! images, only the FBC directory extracted) and operator-controller (bundle images, everything).
+//!
+//! Entry points: [`Puller`] (network: registries), [`push`] (network: registries),
+//! [`extract::Extractor`] and [`cache::DiskCache`] (local disk only).
+
+pub mod auth;
+pub mod cache;
+mod decompress;
+pub mod error;
+pub mod extract;
+pub mod labels;
+pub mod manifest;
+pub mod pull;
+pub mod push;
+pub mod reference;
+pub mod registry_client;
+
+pub use auth::{AuthError, Credentials, DockerConfig};
+pub use error::{ImageError, ImageErrorKind};
+pub use extract::{ExtractError, ExtractErrorKind, Limits, PathFilter};
+pub use manifest::Platform;
+pub use pull::{ExtractFilter, Puller, PullerConfig, Unpacked};
+pub use reference::ImageRef;
+pub use registry_client::ConnectionError;

@@ -1,0 +1,871 @@
+//! olm-image against a real registry (Debian docker-registry on 127.0.0.1): tags and digests,
+//! indexes, labels, corrupted and hostile content, outages, re-tagging, auth, TLS and the cache.
+//! Each test starts its own registry; a missing registry binary fails the test with a message
+//! saying how to get it.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use olm_e2e::images;
+use olm_e2e::registry::{Registry, RegistryOptions};
+use olm_image::labels::{BUNDLE_MEDIATYPE_LABEL, BUNDLE_PACKAGE_LABEL, CATALOG_CONFIGS_LABEL};
+use olm_image::push::{ImageSpec, Layer, PushedImage, Pusher, catalog_labels};
+use olm_image::{
+    DockerConfig, ExtractErrorKind, ExtractFilter, ImageError, ImageErrorKind, Platform, Puller,
+    PullerConfig,
+};
+
+async fn registry() -> Registry {
+    Registry::start().await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn pusher(registry: &Registry) -> Pusher {
+    images::pusher(registry).unwrap()
+}
+
+fn puller(registry: &Registry, cache: &Path) -> Puller {
+    Puller::new(registry.puller_config(cache)).unwrap()
+}
+
+/// A catalog image whose FBC (in /configs) holds the given files, plus a file outside /configs.
+fn catalog_spec(files: &[(&str, &str)]) -> ImageSpec {
+    let mut all: Vec<(String, String)> = files
+        .iter()
+        .map(|(p, c)| (format!("configs/{p}"), c.to_string()))
+        .collect();
+    all.push(("bin/opm".to_string(), "not extracted".to_string()));
+    ImageSpec {
+        layers: vec![Layer::from_files(&all)],
+        labels: catalog_labels("/configs"),
+        platform: Platform::default(),
+    }
+}
+
+fn tree(dir: &Path) -> BTreeSet<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeSet<String>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let rel = e
+                .path()
+                .strip_prefix(base)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if e.file_type().unwrap().is_dir() {
+                out.insert(format!("{rel}/"));
+                walk(base, &e.path(), out);
+            } else {
+                out.insert(rel);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn set<const N: usize>(items: [&str; N]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The digests cached for `owner` (complete entries only).
+fn cached_digests(cache: &Path, owner: &str) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(cache.join(owner))
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("sha256:"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn catalog_pulled_by_tag_extracts_only_the_configs_directory() {
+    let registry = registry().await;
+    let pushed = pusher(&registry)
+        .push_image(
+            &registry.image("catalogs/test:v1"),
+            &catalog_spec(&[("pkg/catalog.json", "{}")]),
+        )
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let unpacked = puller(&registry, cache.path())
+        .pull(
+            "test-catalog",
+            &registry.image("catalogs/test:v1"),
+            ExtractFilter::CatalogConfigs,
+        )
+        .await
+        .unwrap();
+    assert_eq!(unpacked.digest, pushed.digest);
+    assert_eq!(
+        unpacked.digest_ref,
+        format!("{}/catalogs/test@{}", registry.host(), pushed.digest)
+    );
+    assert!(unpacked.fresh);
+    assert_eq!(unpacked.labels[CATALOG_CONFIGS_LABEL], "/configs");
+    assert_eq!(
+        tree(&unpacked.dir),
+        set(["configs/", "configs/pkg/", "configs/pkg/catalog.json"])
+    );
+    assert_eq!(unpacked.content_dir, unpacked.dir.join("configs"));
+    assert_eq!(
+        unpacked.dir,
+        cache
+            .path()
+            .join("test-catalog")
+            .join(&pushed.digest)
+            .join("fs")
+    );
+}
+
+#[tokio::test]
+async fn digest_reference_pull_hits_the_cache_without_any_network() {
+    let mut registry = registry().await;
+    let pushed = pusher(&registry)
+        .push_image(
+            &registry.image("catalogs/test:v1"),
+            &catalog_spec(&[("a.json", "{}")]),
+        )
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let puller = puller(&registry, cache.path());
+    let first = puller
+        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    assert!(first.fresh);
+    assert_eq!(
+        puller.resolve_digest(&pushed.digest_ref).await.unwrap(),
+        pushed.digest
+    );
+    registry.shut_down().await;
+    let again = puller
+        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    assert!(!again.fresh);
+    assert_eq!(again.dir, first.dir);
+    assert_eq!(again.unpacked_at, first.unpacked_at);
+}
+
+#[tokio::test]
+async fn new_puller_on_the_same_cache_does_not_download_layers_again() {
+    let registry = registry().await;
+    pusher(&registry)
+        .push_image(
+            &registry.image("catalogs/test:v1"),
+            &catalog_spec(&[("a.json", "{}")]),
+        )
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let reference = registry.image("catalogs/test:v1");
+    let first = puller(&registry, cache.path())
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    let blob_gets_before = registry
+        .access_log()
+        .iter()
+        .filter(|e| e.is_blob_get())
+        .count();
+    assert!(
+        blob_gets_before >= 2,
+        "config and layer were downloaded once"
+    );
+
+    // A "restarted" process: a new puller over the same cache directory.
+    let second = puller(&registry, cache.path())
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    assert!(!second.fresh);
+    assert_eq!(second.digest, first.digest);
+    assert_eq!(second.labels, first.labels);
+    let log = registry.access_log();
+    assert_eq!(
+        log.iter().filter(|e| e.is_blob_get()).count(),
+        blob_gets_before,
+        "no blob downloaded"
+    );
+    assert!(
+        log.last().unwrap().path.contains("/manifests/v1"),
+        "only the tag was resolved"
+    );
+}
+
+#[tokio::test]
+async fn image_index_resolves_to_the_configured_platform() {
+    let registry = registry().await;
+    let pusher = pusher(&registry);
+    let repo = registry.image("catalogs/multi");
+    let amd64 = pusher
+        .push_image(&repo, &catalog_spec(&[("amd64.json", "{}")]))
+        .await
+        .unwrap();
+    let mut arm_spec = catalog_spec(&[("arm64.json", "{}")]);
+    arm_spec.platform = "linux/arm64".parse().unwrap();
+    let arm64 = pusher.push_image(&repo, &arm_spec).await.unwrap();
+    let index = pusher
+        .push_index(
+            &registry.image("catalogs/multi:v1"),
+            &[
+                ("linux/arm64".parse().unwrap(), arm64),
+                (Platform::default(), amd64),
+            ],
+        )
+        .await
+        .unwrap();
+
+    let cache = tempfile::tempdir().unwrap();
+    let default = puller(&registry, cache.path())
+        .pull(
+            "amd",
+            &registry.image("catalogs/multi:v1"),
+            ExtractFilter::CatalogConfigs,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        default.digest, index.digest,
+        "the index digest identifies the image"
+    );
+    assert!(default.content_dir.join("amd64.json").exists());
+
+    let mut config = registry.puller_config(cache.path());
+    config.platform = "linux/arm64".parse().unwrap();
+    let arm = Puller::new(config)
+        .unwrap()
+        .pull(
+            "arm",
+            &registry.image("catalogs/multi:v1"),
+            ExtractFilter::CatalogConfigs,
+        )
+        .await
+        .unwrap();
+    assert!(arm.content_dir.join("arm64.json").exists());
+    assert!(!arm.content_dir.join("amd64.json").exists());
+
+    let mut config = registry.puller_config(cache.path());
+    config.platform = "linux/s390x".parse().unwrap();
+    let err = Puller::new(config)
+        .unwrap()
+        .pull("s390x", &index.digest_ref, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("image index has no manifest for platform linux/s390x (available: linux/arm64, linux/amd64)"),
+        "{err}"
+    );
+    assert!(err.is_terminal(), "a pinned index never gains platforms");
+}
+
+#[tokio::test]
+async fn catalog_without_the_configs_label_fails_with_upstream_message() {
+    let registry = registry().await;
+    let spec = ImageSpec {
+        layers: vec![Layer::from_files(&[("configs/a.json", "{}")])],
+        ..ImageSpec::default()
+    };
+    let pushed = pusher(&registry)
+        .push_image(&registry.image("catalogs/nolabel:v1"), &spec)
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let puller = puller(&registry, cache.path());
+
+    let by_tag = puller
+        .pull(
+            "cat",
+            &registry.image("catalogs/nolabel:v1"),
+            ExtractFilter::CatalogConfigs,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(by_tag.kind, ImageErrorKind::MissingCatalogLabel));
+    assert_eq!(
+        by_tag.kind.to_string(),
+        r#"catalog image is missing the required label "operators.operatorframework.io.index.configs.v1""#
+    );
+    assert!(
+        by_tag.is_retryable(),
+        "a tag may be re-pushed with the label"
+    );
+
+    let by_digest = puller
+        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_err();
+    assert!(by_digest.is_terminal(), "a digest can never gain the label");
+    assert!(cached_digests(cache.path(), "cat").is_empty());
+}
+
+#[tokio::test]
+async fn layer_corrupted_in_registry_storage_is_rejected_as_digest_mismatch() {
+    let registry = registry().await;
+    let spec = catalog_spec(&[("a.json", "{}")]);
+    let layer_digest = spec.layers[0].digest();
+    pusher(&registry)
+        .push_image(&registry.image("catalogs/bad:v1"), &spec)
+        .await
+        .unwrap();
+    let blob = registry.blob_data_path(&layer_digest);
+    let mut bytes = fs::read(&blob).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    fs::write(&blob, &bytes).unwrap();
+
+    let cache = tempfile::tempdir().unwrap();
+    let err = puller(&registry, cache.path())
+        .pull(
+            "cat",
+            &registry.image("catalogs/bad:v1"),
+            ExtractFilter::CatalogConfigs,
+        )
+        .await
+        .unwrap_err();
+    match &err.kind {
+        ImageErrorKind::DigestMismatch { what, expected, .. } => {
+            assert_eq!(*what, "layer");
+            assert_eq!(expected, &layer_digest);
+        }
+        other => panic!("expected a digest mismatch, got {other}"),
+    }
+    assert!(err.is_retryable());
+    assert!(
+        cached_digests(cache.path(), "cat").is_empty(),
+        "nothing is cached"
+    );
+    assert_eq!(
+        fs::read_dir(cache.path().join("cat")).unwrap().count(),
+        0,
+        "staging was removed"
+    );
+}
+
+/// Hand-made tar entries with raw names (the tar crate's builder refuses hostile ones).
+fn hostile_tar(entries: &[(&str, tar::EntryType, &str)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, kind, link) in entries {
+        let mut header = tar::Header::new_old();
+        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+        header.set_entry_type(*kind);
+        header.set_mode(0o644);
+        let data: &[u8] = if *kind == tar::EntryType::Regular {
+            b"pwned"
+        } else {
+            b""
+        };
+        header.set_size(data.len() as u64);
+        header.set_cksum();
+        builder.append(&header, data).unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
+#[tokio::test]
+async fn hostile_layers_are_rejected_and_nothing_is_written_outside_the_cache() {
+    use tar::EntryType::{Char, Fifo, Link, Regular, Symlink};
+    type Case<'a> = (
+        &'a str,
+        Vec<(&'a str, tar::EntryType, &'a str)>,
+        &'a str,
+        &'a str,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "dotdot",
+            vec![("configs/../../../escaped", Regular, "")],
+            "configs/../../../escaped",
+            "path contains a \"..\" component",
+        ),
+        (
+            "symlink-out",
+            vec![("configs/link", Symlink, "../../../../../escaped")],
+            "configs/link",
+            "symlink target \"../../../../../escaped\" resolves outside the image root",
+        ),
+        (
+            "through-symlink",
+            vec![
+                ("configs/up", Symlink, ".."),
+                ("configs/up/escaped", Regular, ""),
+            ],
+            "configs/up/escaped",
+            "path goes through symlink \"configs/up\"",
+        ),
+        (
+            "hardlink-out",
+            vec![("configs/hl", Link, "../../../sentinel")],
+            "configs/hl",
+            "hardlink target \"../../../sentinel\" contains a \"..\" component",
+        ),
+        (
+            "chardev",
+            vec![("configs/dev", Char, "")],
+            "configs/dev",
+            "unsupported entry type character device",
+        ),
+        (
+            "fifo",
+            vec![("configs/fifo", Fifo, "")],
+            "configs/fifo",
+            "unsupported entry type fifo",
+        ),
+    ];
+    let registry = registry().await;
+    let pusher = pusher(&registry);
+    for (name, entries, bad_entry, reason) in cases {
+        let layer = Layer::gzip_tar(&hostile_tar(&entries));
+        let layer_digest = layer.digest();
+        let spec = ImageSpec {
+            layers: vec![layer],
+            labels: catalog_labels("/configs"),
+            platform: Platform::default(),
+        };
+        let pushed = pusher
+            .push_image(&registry.image(&format!("hostile/{name}:v1")), &spec)
+            .await
+            .unwrap();
+
+        let parent = tempfile::tempdir().unwrap();
+        fs::write(parent.path().join("sentinel"), "untouched").unwrap();
+        let cache = parent.path().join("cache");
+        let err: ImageError = puller(&registry, &cache)
+            .pull("victim", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+            .await
+            .unwrap_err();
+        let ImageErrorKind::Extract(extract) = &err.kind else {
+            panic!("{name}: expected an extraction error, got {err}");
+        };
+        assert_eq!(extract.layer_digest, layer_digest, "{name}");
+        assert_eq!(extract.entry, bad_entry, "{name}: {err}");
+        assert!(
+            !matches!(extract.kind, ExtractErrorKind::Io { .. }),
+            "{name}: {err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "failed to pull image {:?}: failed to extract layer {layer_digest}: entry {bad_entry:?}: {reason}",
+                pushed.digest_ref
+            )
+        );
+        assert!(
+            err.is_terminal(),
+            "{name}: hostile content behind a digest is terminal"
+        );
+        let names: BTreeSet<String> = fs::read_dir(parent.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, set(["cache", "sentinel"]), "{name}");
+        assert_eq!(
+            fs::read_to_string(parent.path().join("sentinel")).unwrap(),
+            "untouched"
+        );
+        assert!(cached_digests(&cache, "victim").is_empty(), "{name}");
+        assert_eq!(
+            fs::read_dir(cache.join("victim")).unwrap().count(),
+            0,
+            "{name}: staging removed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn registry_outage_is_retryable_and_the_pull_succeeds_after_restart() {
+    let mut registry = registry().await;
+    pusher(&registry)
+        .push_image(
+            &registry.image("catalogs/test:v1"),
+            &catalog_spec(&[("a.json", "{}")]),
+        )
+        .await
+        .unwrap();
+    let reference = registry.image("catalogs/test:v1");
+    let cache = tempfile::tempdir().unwrap();
+    let puller = puller(&registry, cache.path());
+
+    registry.shut_down().await;
+    let err = puller
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(
+        err.sanitize(),
+        format!(
+            "failed to pull image {reference:?}: failed to reach registry {}: connection refused",
+            registry.host()
+        )
+    );
+
+    registry.restart().await.unwrap();
+    let unpacked = puller
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    assert!(unpacked.content_dir.join("a.json").exists());
+}
+
+#[tokio::test]
+async fn retagged_image_is_pulled_as_a_new_digest_and_the_old_one_is_removed() {
+    let registry = registry().await;
+    let pusher = pusher(&registry);
+    let reference = registry.image("catalogs/test:latest");
+    let old = pusher
+        .push_image(&reference, &catalog_spec(&[("v1.json", "{}")]))
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let puller = puller(&registry, cache.path());
+    let first = puller
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    assert_eq!(first.digest, old.digest);
+
+    let new = pusher
+        .push_image(&reference, &catalog_spec(&[("v2.json", "{}")]))
+        .await
+        .unwrap();
+    assert_ne!(new.digest, old.digest);
+    assert_eq!(puller.resolve_digest(&reference).await.unwrap(), new.digest);
+    let second = puller
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    assert!(second.fresh);
+    assert_eq!(second.digest, new.digest);
+    assert!(second.content_dir.join("v2.json").exists());
+    assert_eq!(
+        cached_digests(cache.path(), "cat"),
+        vec![new.digest.clone()],
+        "old digest collected"
+    );
+    assert!(!first.dir.exists());
+}
+
+#[tokio::test]
+async fn registry_with_auth_rejects_anonymous_pulls_and_accepts_the_pull_secret() {
+    let registry = Registry::start_with(RegistryOptions {
+        htpasswd: Some(("olm".into(), "s3cret".into())),
+        tls: false,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let pushed = pusher(&registry)
+        .push_image(
+            &registry.image("private/cat:v1"),
+            &catalog_spec(&[("a.json", "{}")]),
+        )
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let reference = registry.image("private/cat:v1");
+
+    let mut anonymous = registry.puller_config(cache.path());
+    anonymous.auth = None;
+    let err = Puller::new(anonymous)
+        .unwrap()
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind.to_string(),
+        format!(
+            "registry {} requires authentication (HTTP 401 Unauthorized) and no pull secret has credentials for it",
+            registry.host()
+        )
+    );
+    assert!(
+        err.is_retryable(),
+        "fixing the pull secret needs no spec change"
+    );
+
+    let mut wrong = registry.puller_config(cache.path());
+    let mut bad_secret = DockerConfig::default();
+    bad_secret.insert(&registry.host(), "olm", "wrong");
+    wrong.auth = Some(bad_secret);
+    let err = Puller::new(wrong)
+        .unwrap()
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err.kind,
+            ImageErrorKind::Unauthorized {
+                had_credentials: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let secret = format!(
+        r#"{{"auths":{{"{}":{{"username":"olm","password":"s3cret"}}}}}}"#,
+        registry.host()
+    );
+    let mut with_secret = registry.puller_config(cache.path());
+    with_secret.auth = Some(DockerConfig::from_json(secret.as_bytes()).unwrap());
+    let unpacked = Puller::new(with_secret)
+        .unwrap()
+        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    assert_eq!(unpacked.digest, pushed.digest);
+}
+
+#[tokio::test]
+async fn tls_registry_is_trusted_only_with_its_ca_bundle() {
+    let registry = Registry::start_with(RegistryOptions {
+        htpasswd: None,
+        tls: true,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let pushed = pusher(&registry)
+        .push_image(
+            &registry.image("secure/cat:v1"),
+            &catalog_spec(&[("a.json", "{}")]),
+        )
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+
+    let mut untrusted = registry.puller_config(cache.path());
+    untrusted.extra_ca_pem = None;
+    let err = Puller::new(untrusted)
+        .unwrap()
+        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("tls certificate verification failed"),
+        "{err}"
+    );
+    assert!(err.is_retryable());
+
+    let unpacked = puller(&registry, cache.path())
+        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap();
+    assert!(unpacked.content_dir.join("a.json").exists());
+}
+
+#[tokio::test]
+async fn plain_http_registry_not_listed_as_insecure_fails_with_a_hint() {
+    let registry = registry().await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = PullerConfig::new(cache.path());
+    config.insecure_registries = vec!["127.0.0.1:1".into()];
+    let err = Puller::new(config)
+        .unwrap()
+        .pull(
+            "cat",
+            &registry.image("catalogs/test:v1"),
+            ExtractFilter::CatalogConfigs,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("list it as an insecure registry"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn bundle_image_is_extracted_entirely_with_its_labels() {
+    let registry = registry().await;
+    let bundle = tempfile::tempdir().unwrap();
+    fs::create_dir_all(bundle.path().join("manifests")).unwrap();
+    fs::create_dir_all(bundle.path().join("metadata")).unwrap();
+    fs::write(
+        bundle.path().join("manifests/csv.yaml"),
+        "kind: ClusterServiceVersion\n",
+    )
+    .unwrap();
+    fs::write(
+        bundle.path().join("metadata/annotations.yaml"),
+        "annotations: {}\n",
+    )
+    .unwrap();
+    let pushed = images::push_bundle(
+        &registry,
+        "bundles/etcd:v0.9.4",
+        bundle.path(),
+        "etcd",
+        &["alpha"],
+    )
+    .await
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let unpacked = puller(&registry, cache.path())
+        .pull(
+            "my-extension",
+            &pushed.digest_ref,
+            ExtractFilter::Everything,
+        )
+        .await
+        .unwrap();
+    assert_eq!(unpacked.labels[BUNDLE_MEDIATYPE_LABEL], "registry+v1");
+    assert_eq!(unpacked.labels[BUNDLE_PACKAGE_LABEL], "etcd");
+    assert_eq!(unpacked.content_dir, unpacked.dir);
+    assert_eq!(
+        tree(&unpacked.dir),
+        set([
+            "manifests/",
+            "manifests/csv.yaml",
+            "metadata/",
+            "metadata/annotations.yaml"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn layer_with_a_non_tar_media_type_is_rejected() {
+    let registry = registry().await;
+    let spec = ImageSpec {
+        layers: vec![Layer::raw(
+            "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+            b"chart".to_vec(),
+        )],
+        labels: catalog_labels("/configs"),
+        platform: Platform::default(),
+    };
+    let pushed: PushedImage = pusher(&registry)
+        .push_image(&registry.image("charts/x:v1"), &spec)
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let err = puller(&registry, cache.path())
+        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, ImageErrorKind::UnsupportedLayerMediaType { .. }),
+        "{err}"
+    );
+    assert!(err.is_terminal());
+}
+
+#[tokio::test]
+async fn missing_tag_is_retryable_but_missing_digest_is_terminal() {
+    let registry = registry().await;
+    let pushed = pusher(&registry)
+        .push_image(
+            &registry.image("catalogs/test:v1"),
+            &catalog_spec(&[("a.json", "{}")]),
+        )
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let puller = puller(&registry, cache.path());
+    let err = puller
+        .pull(
+            "cat",
+            &registry.image("catalogs/test:nope"),
+            ExtractFilter::CatalogConfigs,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind, ImageErrorKind::NotFound { .. }), "{err}");
+    assert!(err.is_retryable());
+    let absent = format!(
+        "{}/catalogs/test@sha256:{}",
+        registry.host(),
+        "0".repeat(64)
+    );
+    let err = puller
+        .pull("cat", &absent, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind, ImageErrorKind::NotFound { .. }), "{err}");
+    assert!(err.is_terminal());
+    assert_ne!(pushed.digest, format!("sha256:{}", "0".repeat(64)));
+}
+
+#[tokio::test]
+async fn deleting_an_owner_removes_its_cache_only() {
+    let registry = registry().await;
+    let pushed = pusher(&registry)
+        .push_image(
+            &registry.image("catalogs/test:v1"),
+            &catalog_spec(&[("a.json", "{}")]),
+        )
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let puller = puller(&registry, cache.path());
+    for owner in ["one", "two"] {
+        puller
+            .pull(owner, &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+            .await
+            .unwrap();
+    }
+    puller.delete_owner("one").await.unwrap();
+    assert!(!cache.path().join("one").exists());
+    assert!(
+        puller
+            .cached("two", &pushed.digest, ExtractFilter::CatalogConfigs)
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        puller
+            .cached("one", &pushed.digest, ExtractFilter::CatalogConfigs)
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn registry_started_on_a_thread_that_has_exited_keeps_serving() {
+    // The parent-death signal is tied to the forking thread; a registry shared across tests must
+    // not die when the test (thread) that started it ends.
+    let mut registry = std::thread::spawn(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(Registry::start())
+            .unwrap_or_else(|e| panic!("{e}"))
+    })
+    .join()
+    .unwrap();
+    // Give a (wrongly) delivered SIGKILL time to land before probing.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let pushed = pusher(&registry)
+            .push_image(
+                &registry.image("catalogs/test:v1"),
+                &catalog_spec(&[("a.json", "{}")]),
+            )
+            .await
+            .unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let resolved = puller(&registry, cache.path())
+            .resolve_digest(&registry.image("catalogs/test:v1"))
+            .await
+            .unwrap();
+        assert_eq!(resolved, pushed.digest);
+        registry.shut_down().await;
+    });
+}

@@ -1,0 +1,243 @@
+//! The error of a pull (or digest resolution): what went wrong, for which reference, and whether
+//! retrying can help. Messages are stable (no socket addresses or timings), so they can go into
+//! status conditions as they are. No IO.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::extract::ExtractError;
+use crate::labels::CATALOG_CONFIGS_LABEL;
+
+/// A failed pull or resolution of `reference`.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to pull image {reference:?}: {kind}")]
+pub struct ImageError {
+    /// The reference as the caller gave it.
+    pub reference: String,
+    /// Whether the reference names a digest (`repo@sha256:…`), so its content can never change.
+    pub digest_pinned: bool,
+    /// What went wrong.
+    #[source]
+    pub kind: ImageErrorKind,
+}
+
+impl ImageError {
+    pub(crate) fn new(reference: &str, digest_pinned: bool, kind: ImageErrorKind) -> Self {
+        Self {
+            reference: reference.to_string(),
+            digest_pinned,
+            kind,
+        }
+    }
+
+    /// True when retrying cannot succeed until the reference (the spec) changes.
+    ///
+    /// | failure                                                      | terminal            |
+    /// |--------------------------------------------------------------|---------------------|
+    /// | invalid reference                                            | always              |
+    /// | network, TLS, 401/403, 429, 5xx, digest mismatch, local disk | never               |
+    /// | manifest not found                                           | if digest-pinned    |
+    /// | image content: manifest or config unusable, no matching platform, missing or invalid catalog label, unsupported layer, hostile or corrupt layer, size limits | if digest-pinned |
+    ///
+    /// Content found under a tag is not terminal: the tag may be re-pushed, and only a new
+    /// resolution can notice (the same reasoning upstream applies to the catalog label).
+    /// Credentials are never terminal: a pull secret can be fixed without touching the spec.
+    pub fn is_terminal(&self) -> bool {
+        use ImageErrorKind as K;
+        match &self.kind {
+            K::InvalidReference { .. } => true,
+            K::Unreachable { .. }
+            | K::Unauthorized { .. }
+            | K::RateLimited { .. }
+            | K::ServerError { .. }
+            | K::Protocol { .. }
+            | K::DigestMismatch { .. }
+            | K::Cache { .. } => false,
+            K::Extract(e) => self.digest_pinned && e.is_hostile_or_corrupt(),
+            K::NotFound { .. }
+            | K::UnsupportedManifest { .. }
+            | K::InvalidManifest { .. }
+            | K::NoMatchingPlatform { .. }
+            | K::InvalidConfig { .. }
+            | K::MissingCatalogLabel
+            | K::InvalidCatalogLabel { .. }
+            | K::UnsupportedLayerMediaType { .. }
+            | K::TooLarge { .. } => self.digest_pinned,
+        }
+    }
+
+    /// The opposite of [`ImageError::is_terminal`]: back off and try again.
+    pub fn is_retryable(&self) -> bool {
+        !self.is_terminal()
+    }
+
+    /// The message for a status condition. `Display` is already free of ephemeral details
+    /// (addresses, ports of the local side, timings); this is the same text.
+    pub fn sanitize(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// The failure itself.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageErrorKind {
+    /// The reference does not parse.
+    #[error("invalid image reference: {reason}")]
+    InvalidReference {
+        /// Why.
+        reason: String,
+    },
+    /// Could not talk to the registry at all.
+    #[error("failed to reach registry {registry}: {reason}")]
+    Unreachable {
+        /// host[:port]
+        registry: String,
+        /// A stable description (`connection refused`, `tls certificate verification failed`, …).
+        reason: String,
+    },
+    /// 401 or 403.
+    #[error("{}", unauthorized_message(registry, *status, *had_credentials))]
+    Unauthorized {
+        /// host[:port]
+        registry: String,
+        /// 401 or 403.
+        status: u16,
+        /// Whether a pull secret supplied credentials for this registry.
+        had_credentials: bool,
+    },
+    /// The registry does not have the manifest (or repository).
+    #[error("image not found in registry {registry}: {detail}")]
+    NotFound {
+        /// host[:port]
+        registry: String,
+        /// The registry's own wording (`manifest unknown`, `repository name not known to registry`).
+        detail: String,
+    },
+    /// 429.
+    #[error("registry {registry} is rate limiting requests (HTTP 429)")]
+    RateLimited {
+        /// host[:port]
+        registry: String,
+    },
+    /// 5xx.
+    #[error("registry {registry} answered HTTP {status}")]
+    ServerError {
+        /// host[:port]
+        registry: String,
+        /// The status code.
+        status: u16,
+    },
+    /// Any other unexpected registry answer.
+    #[error("unexpected answer from registry {registry}: {detail}")]
+    Protocol {
+        /// host[:port]
+        registry: String,
+        /// What was unexpected.
+        detail: String,
+    },
+    /// Downloaded bytes do not hash to the digest that names them.
+    #[error(
+        "{what} {expected} does not match its content (sha256 of the bytes served is {actual})"
+    )]
+    DigestMismatch {
+        /// `manifest`, `config` or `layer`.
+        what: &'static str,
+        /// The digest the bytes were requested by.
+        expected: String,
+        /// The digest of the bytes received.
+        actual: String,
+    },
+    /// Schema 1 manifests, artifacts, unknown manifest media types.
+    #[error("unsupported manifest media type {media_type:?}")]
+    UnsupportedManifest {
+        /// The media type found.
+        media_type: String,
+    },
+    /// A manifest that does not parse or is inconsistent.
+    #[error("invalid manifest {digest}: {reason}")]
+    InvalidManifest {
+        /// The manifest digest.
+        digest: String,
+        /// Why.
+        reason: String,
+    },
+    /// An image index without an entry for the wanted platform.
+    #[error("image index has no manifest for platform {platform} (available: {})", available.join(", "))]
+    NoMatchingPlatform {
+        /// The wanted platform, `os/arch[/variant]`.
+        platform: String,
+        /// Platforms the index offers.
+        available: Vec<String>,
+    },
+    /// The image config blob does not parse.
+    #[error("invalid image config {digest}: {reason}")]
+    InvalidConfig {
+        /// The config digest.
+        digest: String,
+        /// Why.
+        reason: String,
+    },
+    /// A catalog image without the label naming its FBC directory (upstream's exact wording).
+    #[error("catalog image is missing the required label {CATALOG_CONFIGS_LABEL:?}")]
+    MissingCatalogLabel,
+    /// The catalog label points outside the image.
+    #[error(
+        "catalog image label {CATALOG_CONFIGS_LABEL:?} has invalid value {value:?}: it must be a directory inside the image"
+    )]
+    InvalidCatalogLabel {
+        /// The label value.
+        value: String,
+    },
+    /// A layer that is not a (compressed) tar: helm charts, artifacts, foreign layers.
+    #[error("layer {digest} has unsupported media type {media_type:?}")]
+    UnsupportedLayerMediaType {
+        /// The layer digest.
+        digest: String,
+        /// The media type.
+        media_type: String,
+    },
+    /// The image is larger than the configured download limit.
+    #[error("image layers exceed the download limit of {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// A layer could not be applied (hostile entry, corrupt stream, limits, local disk).
+    #[error(transparent)]
+    Extract(ExtractError),
+    /// Local cache trouble (disk full, permissions).
+    #[error("failed to {op} {path:?}: {source}")]
+    Cache {
+        /// What was being done.
+        op: &'static str,
+        /// Where.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+fn unauthorized_message(registry: &str, status: u16, had_credentials: bool) -> String {
+    let answer = if status == 403 {
+        "HTTP 403 Forbidden"
+    } else {
+        "HTTP 401 Unauthorized"
+    };
+    if had_credentials {
+        format!("registry {registry} rejected the pull secret's credentials ({answer})")
+    } else {
+        format!(
+            "registry {registry} requires authentication ({answer}) and no pull secret has credentials for it"
+        )
+    }
+}
+
+impl ImageErrorKind {
+    pub(crate) fn cache(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::Cache {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}

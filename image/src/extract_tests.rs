@@ -1,0 +1,580 @@
+use super::*;
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
+
+const LAYER: &str = "sha256:00000000000000000000000000000000000000000000000000000000000000aa";
+
+/// One tar entry, written with raw header fields so hostile names survive (the tar crate's
+/// builder refuses `..` and absolute paths).
+enum E<'a> {
+    File(&'a str, &'a [u8]),
+    FileMode(&'a str, &'a [u8], u32),
+    Dir(&'a str),
+    Symlink(&'a str, &'a str),
+    Hardlink(&'a str, &'a str),
+    Special(&'a str, EntryType),
+}
+
+fn tar_bytes(entries: &[E]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for entry in entries {
+        let (name, kind, mode, data, link): (&str, EntryType, u32, &[u8], Option<&str>) =
+            match entry {
+                E::File(n, d) => (n, EntryType::Regular, 0o644, d, None),
+                E::FileMode(n, d, m) => (n, EntryType::Regular, *m, d, None),
+                E::Dir(n) => (n, EntryType::Directory, 0o755, b"", None),
+                E::Symlink(n, t) => (n, EntryType::Symlink, 0o777, b"", Some(t)),
+                E::Hardlink(n, t) => (n, EntryType::Link, 0o644, b"", Some(t)),
+                E::Special(n, k) => (n, *k, 0o644, b"", None),
+            };
+        let mut header = tar::Header::new_old();
+        {
+            let old = header.as_old_mut();
+            old.name[..name.len()].copy_from_slice(name.as_bytes());
+            if let Some(link) = link {
+                old.linkname[..link.len()].copy_from_slice(link.as_bytes());
+            }
+        }
+        header.set_entry_type(kind);
+        header.set_mode(mode);
+        header.set_size(data.len() as u64);
+        header.set_cksum();
+        builder.append(&header, data).unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+/// A sandbox: `parent/` holds `root/` (the extraction target) and a sentinel file; every test
+/// checks that `parent/` holds exactly these afterwards.
+struct Sandbox {
+    parent: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let parent = tempfile::tempdir().unwrap();
+        fs::create_dir(parent.path().join("root")).unwrap();
+        fs::write(parent.path().join("outside.txt"), "untouched").unwrap();
+        Self { parent }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.parent.path().join("root")
+    }
+
+    fn extract_with(
+        &self,
+        filter: PathFilter,
+        limits: Limits,
+        layers: &[Vec<u8>],
+    ) -> Result<(), ExtractError> {
+        let mut extractor = Extractor::new(self.root(), filter, limits);
+        for (i, layer) in layers.iter().enumerate() {
+            let digest = format!("{}{i}", &LAYER[..LAYER.len() - 1]);
+            extractor.apply_layer(&digest, &layer[..])?;
+        }
+        extractor.finish()
+    }
+
+    fn extract(&self, layers: &[&[E]]) -> Result<(), ExtractError> {
+        let blobs: Vec<Vec<u8>> = layers.iter().map(|l| gzip(&tar_bytes(l))).collect();
+        self.extract_with(PathFilter::Everything, Limits::default(), &blobs)
+    }
+
+    fn assert_nothing_outside(&self) {
+        let names: BTreeSet<String> = fs::read_dir(self.parent.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            BTreeSet::from(["root".to_string(), "outside.txt".to_string()])
+        );
+        assert_eq!(
+            fs::read_to_string(self.parent.path().join("outside.txt")).unwrap(),
+            "untouched"
+        );
+    }
+
+    fn tree(&self) -> BTreeSet<String> {
+        fn walk(base: &Path, dir: &Path, out: &mut BTreeSet<String>) {
+            for e in fs::read_dir(dir).unwrap() {
+                let e = e.unwrap();
+                let rel = e
+                    .path()
+                    .strip_prefix(base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                let ft = e.file_type().unwrap();
+                if ft.is_dir() {
+                    out.insert(format!("{rel}/"));
+                    walk(base, &e.path(), out);
+                } else {
+                    out.insert(rel);
+                }
+            }
+        }
+        let mut out = BTreeSet::new();
+        walk(&self.root(), &self.root(), &mut out);
+        out
+    }
+}
+
+fn set<const N: usize>(items: [&str; N]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+#[track_caller]
+fn expect_kind(
+    result: Result<(), ExtractError>,
+    entry: &str,
+    check: impl Fn(&ExtractErrorKind) -> bool,
+) {
+    let err = result.expect_err("extraction should fail");
+    assert_eq!(err.entry, entry, "{err}");
+    assert!(err.layer_digest.starts_with("sha256:"), "{err}");
+    assert!(check(&err.kind), "unexpected kind: {err}");
+}
+
+#[test]
+fn parent_directory_entry_is_rejected_and_nothing_escapes() {
+    let sb = Sandbox::new();
+    expect_kind(sb.extract(&[&[E::File("../evil", b"x")]]), "../evil", |k| {
+        matches!(k, ExtractErrorKind::PathTraversal)
+    });
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn nested_parent_directory_entry_is_rejected() {
+    let sb = Sandbox::new();
+    expect_kind(
+        sb.extract(&[&[E::File("a/../../evil", b"x")]]),
+        "a/../../evil",
+        |k| matches!(k, ExtractErrorKind::PathTraversal),
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn absolute_entry_path_lands_inside_the_root() {
+    let sb = Sandbox::new();
+    sb.extract(&[&[E::File("/abs/file", b"x"), E::File("./dot/file", b"y")]])
+        .unwrap();
+    assert_eq!(sb.tree(), set(["abs/", "abs/file", "dot/", "dot/file"]));
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn symlink_pointing_outside_the_root_is_rejected() {
+    let sb = Sandbox::new();
+    expect_kind(
+        sb.extract(&[&[E::Symlink("a/link", "../../outside.txt")]]),
+        "a/link",
+        |k| matches!(k, ExtractErrorKind::SymlinkEscapes { target } if target == "../../outside.txt"),
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn absolute_symlink_is_rewritten_relative_to_the_root() {
+    let sb = Sandbox::new();
+    sb.extract(&[&[
+        E::File("etc/passwd", b"image"),
+        E::Symlink("a/b/link", "/etc/passwd"),
+    ]])
+    .unwrap();
+    let link = sb.root().join("a/b/link");
+    assert_eq!(
+        fs::read_link(&link).unwrap(),
+        PathBuf::from("../../etc/passwd")
+    );
+    assert_eq!(fs::read_to_string(&link).unwrap(), "image");
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn in_root_and_dangling_symlinks_are_kept() {
+    let sb = Sandbox::new();
+    sb.extract(&[&[
+        E::File("data/v1.json", b"{}"),
+        E::Symlink("data/latest.json", "v1.json"),
+        E::Symlink("data/missing", "../nowhere/file"),
+    ]])
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(sb.root().join("data/latest.json")).unwrap(),
+        "{}"
+    );
+    assert!(
+        fs::symlink_metadata(sb.root().join("data/missing"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn writing_through_a_symlink_is_rejected() {
+    let sb = Sandbox::new();
+    expect_kind(
+        sb.extract(&[&[E::Symlink("escape", ".."), E::File("escape/pwned", b"x")]]),
+        "escape/pwned",
+        |k| matches!(k, ExtractErrorKind::ThroughSymlink { ancestor } if ancestor == "escape"),
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn writing_through_a_symlink_from_a_lower_layer_is_rejected() {
+    let sb = Sandbox::new();
+    expect_kind(
+        sb.extract(&[
+            &[E::Dir("d"), E::Symlink("d/up", "..")],
+            &[E::File("d/up/x", b"x")],
+        ]),
+        "d/up/x",
+        |k| matches!(k, ExtractErrorKind::ThroughSymlink { .. }),
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn symlink_chain_that_escapes_is_rejected() {
+    // `a/b/root` resolves to the root (fine on its own); `a/b/x` goes one step above it.
+    let sb = Sandbox::new();
+    expect_kind(
+        sb.extract(&[&[
+            E::Symlink("a/b/root", "../.."),
+            E::Symlink("a/b/x", "root/.."),
+        ]]),
+        "a/b/x",
+        |k| matches!(k, ExtractErrorKind::SymlinkEscapes { .. }),
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn symlink_made_to_escape_by_a_later_layer_is_rejected() {
+    // `a/link -> b/../..` resolves to the root while `a/b` is a directory; once layer 2 turns
+    // `a/b` into a link to `..` (itself harmless), `a/link` resolves one level above the root.
+    let sb = Sandbox::new();
+    let result = sb.extract(&[
+        &[E::Dir("a/b"), E::Symlink("a/link", "b/../..")],
+        &[E::Symlink("a/b", "..")],
+    ]);
+    let err = result.expect_err("escape through a replaced directory");
+    assert_eq!(err.entry, "a/link");
+    assert!(
+        matches!(err.kind, ExtractErrorKind::SymlinkEscapes { .. }),
+        "{err}"
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn hardlink_to_a_path_outside_the_root_is_rejected() {
+    for target in ["../outside.txt", "/etc/passwd", "/outside.txt"] {
+        let sb = Sandbox::new();
+        expect_kind(sb.extract(&[&[E::Hardlink("hl", target)]]), "hl", |k| {
+            matches!(k, ExtractErrorKind::InvalidHardlink { .. })
+        });
+        sb.assert_nothing_outside();
+    }
+}
+
+#[test]
+fn hardlink_through_a_symlink_is_rejected() {
+    let sb = Sandbox::new();
+    expect_kind(
+        sb.extract(&[&[
+            E::File("real/f", b"x"),
+            E::Symlink("s", "real"),
+            E::Hardlink("hl", "s/f"),
+        ]]),
+        "hl",
+        |k| matches!(k, ExtractErrorKind::InvalidHardlink { .. }),
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn hardlink_to_an_extracted_file_shares_its_content() {
+    let sb = Sandbox::new();
+    sb.extract(&[&[E::File("f", b"same"), E::Hardlink("g", "f")]])
+        .unwrap();
+    let (f, g) = (
+        fs::metadata(sb.root().join("f")).unwrap(),
+        fs::metadata(sb.root().join("g")).unwrap(),
+    );
+    assert_eq!(f.ino(), g.ino());
+    assert_eq!(fs::read_to_string(sb.root().join("g")).unwrap(), "same");
+}
+
+#[test]
+fn device_and_fifo_entries_are_rejected() {
+    for (kind, name) in [
+        (EntryType::Char, "character device"),
+        (EntryType::Block, "block device"),
+        (EntryType::Fifo, "fifo"),
+    ] {
+        let sb = Sandbox::new();
+        expect_kind(
+            sb.extract(&[&[E::Special("dev/thing", kind)]]),
+            "dev/thing",
+            |k| matches!(k, ExtractErrorKind::UnsupportedEntryType(t) if t == name),
+        );
+        assert!(!sb.root().join("dev/thing").exists());
+        sb.assert_nothing_outside();
+    }
+}
+
+#[test]
+fn entry_count_limit_is_enforced() {
+    let sb = Sandbox::new();
+    let layer = gzip(&tar_bytes(&[
+        E::File("a", b"1"),
+        E::File("b", b"2"),
+        E::File("c", b"3"),
+    ]));
+    let limits = Limits {
+        max_entries: 2,
+        ..Limits::default()
+    };
+    expect_kind(
+        sb.extract_with(PathFilter::Everything, limits, &[layer]),
+        "c",
+        |k| matches!(k, ExtractErrorKind::TooManyEntries { limit: 2 }),
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn extracted_byte_limit_is_enforced_across_layers() {
+    let sb = Sandbox::new();
+    let l1 = gzip(&tar_bytes(&[E::File("a", &[0u8; 600])]));
+    let l2 = gzip(&tar_bytes(&[E::File("b", &[0u8; 600])]));
+    let limits = Limits {
+        max_extracted_bytes: 1000,
+        ..Limits::default()
+    };
+    expect_kind(
+        sb.extract_with(PathFilter::Everything, limits, &[l1, l2]),
+        "b",
+        |k| matches!(k, ExtractErrorKind::TooManyBytes { limit: 1000 }),
+    );
+    assert!(!sb.root().join("b").exists());
+}
+
+#[test]
+fn modes_keep_owner_rwx_and_drop_setuid_setgid_sticky() {
+    let sb = Sandbox::new();
+    sb.extract(&[&[
+        E::FileMode("suid", b"x", 0o4755),
+        E::FileMode("locked", b"x", 0o000),
+        E::FileMode("plain", b"x", 0o644),
+    ]])
+    .unwrap();
+    let mode = |n: &str| fs::metadata(sb.root().join(n)).unwrap().mode() & 0o7777;
+    assert_eq!(mode("suid"), 0o755);
+    assert_eq!(mode("locked"), 0o700);
+    assert_eq!(mode("plain"), 0o744);
+}
+
+#[test]
+fn whiteouts_remove_lower_layer_content_only() {
+    let sb = Sandbox::new();
+    sb.extract(&[
+        &[
+            E::File("a/x", b"1"),
+            E::File("a/y", b"1"),
+            E::File("b/old", b"1"),
+            E::File("c/keep", b"1"),
+        ],
+        &[
+            E::File("a/.wh.x", b""),
+            E::File("b/.wh..wh..opq", b""),
+            E::File("b/new", b"2"),
+            E::File("c/.wh..wh.plnk", b""),
+        ],
+    ])
+    .unwrap();
+    assert_eq!(sb.tree(), set(["a/", "a/y", "b/", "b/new", "c/", "c/keep"]));
+}
+
+#[test]
+fn opaque_whiteout_after_new_content_in_the_same_layer_keeps_that_content() {
+    let sb = Sandbox::new();
+    sb.extract(&[
+        &[
+            E::File("d/old", b"1"),
+            E::File("d/sub/old", b"1"),
+            E::File("d/sub2/old", b"1"),
+        ],
+        &[
+            E::File("d/new", b"2"),
+            E::File("d/sub/new", b"2"),
+            E::File("d/.wh..wh..opq", b""),
+        ],
+    ])
+    .unwrap();
+    assert_eq!(sb.tree(), set(["d/", "d/new", "d/sub/", "d/sub/new"]));
+}
+
+#[test]
+fn whiteout_of_a_directory_removes_the_whole_tree() {
+    let sb = Sandbox::new();
+    sb.extract(&[
+        &[E::File("gone/deep/file", b"1"), E::File("stay", b"1")],
+        &[E::File(".wh.gone", b"")],
+    ])
+    .unwrap();
+    assert_eq!(sb.tree(), set(["stay"]));
+}
+
+#[test]
+fn whiteout_naming_dot_or_dotdot_is_rejected() {
+    let sb = Sandbox::new();
+    expect_kind(sb.extract(&[&[E::File("a/.wh..", b"")]]), "a/.wh..", |k| {
+        matches!(k, ExtractErrorKind::InvalidWhiteout)
+    });
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn later_layers_replace_files_with_directories_and_back() {
+    let sb = Sandbox::new();
+    sb.extract(&[
+        &[E::File("x", b"file"), E::File("y/inner", b"1")],
+        &[
+            E::Dir("x"),
+            E::File("x/child", b"c"),
+            E::File("y", b"now a file"),
+        ],
+    ])
+    .unwrap();
+    assert_eq!(sb.tree(), set(["x/", "x/child", "y"]));
+    assert_eq!(
+        fs::read_to_string(sb.root().join("y")).unwrap(),
+        "now a file"
+    );
+}
+
+#[test]
+fn entry_below_a_file_is_rejected() {
+    let sb = Sandbox::new();
+    expect_kind(
+        sb.extract(&[&[E::File("f", b"1"), E::File("f/child", b"2")]]),
+        "f/child",
+        |k| matches!(k, ExtractErrorKind::NotADirectory { ancestor } if ancestor == "f"),
+    );
+}
+
+#[test]
+fn path_filter_extracts_only_the_catalog_directory_at_its_path() {
+    let sb = Sandbox::new();
+    let layer = gzip(&tar_bytes(&[
+        E::File("bin/opm", b"binary"),
+        E::Special("dev/console", EntryType::Char),
+        E::Symlink("etc/ssl", "/usr/share/ssl"),
+        E::File("configs/pkg/catalog.json", b"{}"),
+        E::File("configsX/not-this", b"x"),
+    ]));
+    let filter = PathFilter::from_label_value("/configs").unwrap();
+    sb.extract_with(filter, Limits::default(), &[layer])
+        .unwrap();
+    assert_eq!(
+        sb.tree(),
+        set(["configs/", "configs/pkg/", "configs/pkg/catalog.json"])
+    );
+}
+
+#[test]
+fn hostile_entry_inside_the_filtered_directory_is_still_rejected() {
+    let sb = Sandbox::new();
+    let layer = gzip(&tar_bytes(&[E::Symlink(
+        "configs/x",
+        "../../../outside.txt",
+    )]));
+    let err = sb
+        .extract_with(
+            PathFilter::from_label_value("configs/").unwrap(),
+            Limits::default(),
+            &[layer],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, ExtractErrorKind::SymlinkEscapes { .. }),
+        "{err}"
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn label_values_climbing_out_of_the_image_are_refused() {
+    assert_eq!(PathFilter::from_label_value("../etc"), None);
+    assert_eq!(
+        PathFilter::from_label_value("/"),
+        Some(PathFilter::Everything)
+    );
+    assert_eq!(
+        PathFilter::from_label_value("./configs/"),
+        Some(PathFilter::Under(PathBuf::from("configs")))
+    );
+}
+
+#[test]
+fn corrupt_gzip_is_a_typed_error_naming_the_layer() {
+    let sb = Sandbox::new();
+    let mut blob = gzip(&tar_bytes(&[E::File("a", &[7u8; 4096])]));
+    let len = blob.len();
+    blob.truncate(len / 2);
+    let err = sb
+        .extract_with(PathFilter::Everything, Limits::default(), &[blob])
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, ExtractErrorKind::Corrupt { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("failed to extract layer sha256:"),
+        "{err}"
+    );
+    assert!(err.is_hostile_or_corrupt());
+}
+
+#[test]
+fn zstd_and_uncompressed_layers_are_extracted() {
+    let sb = Sandbox::new();
+    let zstd = ruzstd::encoding::compress_to_vec(
+        &tar_bytes(&[E::File("z", b"zstd")])[..],
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    let plain = tar_bytes(&[E::File("p", b"plain")]);
+    sb.extract_with(PathFilter::Everything, Limits::default(), &[zstd, plain])
+        .unwrap();
+    assert_eq!(fs::read_to_string(sb.root().join("z")).unwrap(), "zstd");
+    assert_eq!(fs::read_to_string(sb.root().join("p")).unwrap(), "plain");
+}
+
+#[test]
+fn error_message_names_layer_digest_and_entry() {
+    let sb = Sandbox::new();
+    let err = sb.extract(&[&[E::File("../evil", b"x")]]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to extract layer {}0: entry \"../evil\": path contains a \"..\" component",
+            &LAYER[..LAYER.len() - 1]
+        )
+    );
+}
