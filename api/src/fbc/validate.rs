@@ -13,8 +13,11 @@
 //! | package (versions) | two bundles in its channels share a version (and release) |
 //! | deprecations | no or unknown package; more than one per package; an entry without schema, with an unknown schema, repeated, with an empty message, or pointing at a missing bundle/channel; a package entry with a name |
 //!
-//! Warnings (the catalog stays valid): a `skipRange` the blang range dialect cannot parse (real
-//! catalogs contain `>=v1.9.0 <v1.10.1`; upstream rejects it, the resolver simply never matches it).
+//! Warnings (the catalog stays valid):
+//! - a `skipRange` the blang range dialect cannot parse (real catalogs contain `>=v1.9.0 <v1.10.1`;
+//!   upstream rejects it, the resolver simply never matches it);
+//! - a package icon whose `base64data` is not valid base64 (upstream's Go decoding fails the load;
+//!   the icon only matters for display, and the large derived test catalog has three such icons).
 //!
 //! Deliberate difference: upstream checks "every channel entry has a bundle" only for the last
 //! channel of each package (a bookkeeping slip); here every channel is checked.
@@ -98,18 +101,31 @@ pub fn release_identifiers(r: &str) -> Result<(), String> {
         .map_err(|e| format!("invalid release {r:?}: {e}"))
 }
 
-/// A conservative range check: `||`-separated groups of space-separated `[op]x.y.z` comparisons
-/// with a strict semantic version. It accepts no more than blang does.
+/// A stand-in for the blang range parser (replaced by `crate::version`'s when wired): `||`-separated
+/// groups of space-separated comparisons `[op]major.minor.patch`, where an operator may be followed
+/// by spaces and a component may be a wildcard (`x`, `X`, `*`). A `v` prefix is rejected, as blang
+/// does.
 pub fn basic_skip_range(r: &str) -> Result<(), String> {
     for group in r.split("||") {
-        let mut any = false;
-        for term in group.split_whitespace() {
-            any = true;
-            let v = term.trim_start_matches(['>', '<', '=', '!']);
-            semver::Version::parse(v).map_err(|e| format!("could not parse {term:?}: {e}"))?;
+        // Glue operators to their version (`>= 1.0.0` is `>=1.0.0`).
+        let mut terms: Vec<String> = Vec::new();
+        for word in group.split_whitespace() {
+            match terms.last_mut() {
+                Some(last) if last.ends_with(['>', '<', '=']) => last.push_str(word),
+                _ => terms.push(word.to_owned()),
+            }
         }
-        if !any {
+        if terms.is_empty() {
             return Err(format!("empty range group in {r:?}"));
+        }
+        for term in &terms {
+            let v = term.trim_start_matches(['>', '<', '=', '!']);
+            let concrete: Vec<&str> = v
+                .split('.')
+                .map(|c| if matches!(c, "x" | "X" | "*") { "0" } else { c })
+                .collect();
+            semver::Version::parse(&concrete.join("."))
+                .map_err(|e| format!("could not parse {term:?}: {e}"))?;
         }
     }
     Ok(())
@@ -198,6 +214,14 @@ pub fn validate(cfg: &DeclarativeConfig, checks: &Checks<'_>) -> Report {
         }
         if p.default_channel.is_none() {
             out.error(&obj, "default channel must be set");
+        }
+        if let Some(icon) = &p.icon
+            && let Err(e) = icon.data()
+        {
+            out.warning(
+                &obj,
+                format!("icon.base64data is not valid base64 (upstream tools fail to load this package): {e}"),
+            );
         }
     }
 
