@@ -1,1 +1,3 @@
 //! catalogd: ClusterCatalog controller, catalog storage and the content HTTP API.
+
+pub mod cli;
