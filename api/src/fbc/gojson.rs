@@ -408,50 +408,65 @@ pub fn format_float32_g(f: f64) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Bytes that need attention when writing a string: controls, `"`, `\\`, and 0xE2 (the first byte
+/// of U+2028/U+2029).
+static WRITE_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[0xE2] = true;
+    t
+};
+
 /// Appends a JSON string exactly as Go's encoder with `SetEscapeHTML(false)` writes it.
 pub fn write_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
+    loop {
+        while i < bytes.len() && !WRITE_SPECIAL[bytes[i] as usize] {
+            i += 1;
+        }
+        if i >= bytes.len() {
+            break;
+        }
         let b = bytes[i];
-        if b < 0x80 {
-            let esc: Option<&[u8]> = match b {
-                b'"' => Some(b"\\\""),
-                b'\\' => Some(b"\\\\"),
-                b'\n' => Some(b"\\n"),
-                b'\r' => Some(b"\\r"),
-                b'\t' => Some(b"\\t"),
-                0x08 => Some(b"\\b"),
-                0x0c => Some(b"\\f"),
-                _ => None,
-            };
-            if let Some(esc) = esc {
+        if b == 0xE2 {
+            // U+2028 and U+2029 are E2 80 A8 / E2 80 A9 in UTF-8.
+            if i + 2 < bytes.len() && bytes[i + 1] == 0x80 && (bytes[i + 2] & 0xFE) == 0xA8 {
                 out.extend_from_slice(&bytes[start..i]);
-                out.extend_from_slice(esc);
-                start = i + 1;
-            } else if b < 0x20 {
-                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice(b"\\u202");
+                out.push(HEX[(bytes[i + 2] & 0xF) as usize]);
+                i += 3;
+                start = i;
+            } else {
+                i += 1;
+            }
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
                 out.extend_from_slice(b"\\u00");
                 out.push(HEX[(b >> 4) as usize]);
                 out.push(HEX[(b & 0xf) as usize]);
-                start = i + 1;
             }
-            i += 1;
-            continue;
-        }
-        // U+2028 and U+2029 are E2 80 A8 / E2 80 A9 in UTF-8.
-        if b == 0xE2 && i + 2 < bytes.len() && bytes[i + 1] == 0x80 && (bytes[i + 2] & 0xFE) == 0xA8
-        {
-            out.extend_from_slice(&bytes[start..i]);
-            out.extend_from_slice(b"\\u202");
-            out.push(HEX[(bytes[i + 2] & 0xF) as usize]);
-            i += 3;
-            start = i;
-            continue;
         }
         i += 1;
+        start = i;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
@@ -639,8 +654,18 @@ impl Parser<'_> {
     fn string(&mut self) -> Result<String, ParseError> {
         debug_assert_eq!(self.input.get(self.pos), Some(&b'"'));
         self.pos += 1;
-        let mut out: Vec<u8> = Vec::new();
         let s = self.input;
+        // Fast path: no escapes before the closing quote.
+        let mut end = self.pos;
+        while end < s.len() && !matches!(s[end], b'"' | b'\\' | 0..=0x1f) {
+            end += 1;
+        }
+        if s.get(end) == Some(&b'"') {
+            let text = string_lossy(&s[self.pos..end]);
+            self.pos = end + 1;
+            return Ok(text);
+        }
+        let mut out: Vec<u8> = Vec::with_capacity(end - self.pos + 16);
         let mut run_start = self.pos;
         loop {
             let Some(&b) = s.get(self.pos) else {

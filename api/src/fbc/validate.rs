@@ -928,6 +928,30 @@ mod tests {
     }
 
     #[test]
+    fn bad_icon_base64_is_a_warning_and_bad_bundle_object_an_error() {
+        let y = format!(
+            "schema: olm.package\nname: p\ndefaultChannel: stable\nicon: {{base64data: 'a b', mediatype: image/png}}\n{}---\nschema: olm.bundle\nname: a\npackage: p\nimage: ''\nproperties:\n- type: olm.package\n  value: {{packageName: p, version: 1.0.0}}\n- type: olm.bundle.object\n  value: {{data: '%%%'}}\n",
+            chan("stable", "- name: a\n")
+        );
+        let r = report(&y);
+        assert_eq!(r.warnings.len(), 1);
+        assert!(
+            r.warnings[0]
+                .message
+                .starts_with("icon.base64data is not valid base64")
+        );
+        let e: Vec<&str> = r.errors.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(
+            e[0].starts_with(
+                "properties[1]: failed to parse property of type \"olm.bundle.object\""
+            ),
+            "{e:?}"
+        );
+        assert_eq!(e[1], "bundle image must be set");
+    }
+
+    #[test]
     fn findings_name_file_position_schema_package_and_name() {
         let y = format!(
             "{PKG}{}{}",

@@ -446,15 +446,37 @@ fn meta_keys(obj: &Object) -> Result<(String, String, String), String> {
 
 /// Moves a 1-based line/column (columns count bytes) past `bytes`.
 fn advance(line: &mut usize, column: &mut usize, bytes: &[u8]) {
-    for &b in bytes {
-        if b == b'\n' {
-            *line += 1;
-            *column = 1;
-        } else {
-            *column += 1;
+    match bytes.iter().rposition(|b| *b == b'\n') {
+        None => *column += bytes.len(),
+        Some(last) => {
+            *line += bytes.iter().filter(|b| **b == b'\n').count();
+            *column = bytes.len() - last;
         }
     }
 }
+
+/// Bytes that end a top-level scalar.
+static SCALAR_END: [bool; 256] = {
+    let mut t = [false; 256];
+    let ends = b" \t\n\r{}[],:\"";
+    let mut i = 0;
+    while i < ends.len() {
+        t[ends[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Bytes that matter inside an object or array (outside strings).
+static STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b']' as usize] = true;
+    t
+};
 
 /// Splits a JSON stream into top-level values without parsing them.
 struct JsonSplitter<R> {
@@ -496,61 +518,69 @@ impl<R: BufRead> JsonSplitter<R> {
                 return Ok(Some(start));
             }
             let mut end = None;
-            for (i, &b) in chunk.iter().enumerate() {
+            let mut i = 0;
+            while i < chunk.len() {
+                if escape {
+                    escape = false;
+                    i += 1;
+                    continue;
+                }
                 if !started {
                     started = true;
-                    match b {
+                    match chunk[i] {
                         b'{' | b'[' => depth = 1,
                         b'"' => in_string = true,
                         _ => scalar = true,
                     }
+                    i += 1;
                     continue;
                 }
                 if scalar {
-                    if matches!(
-                        b,
-                        b' ' | b'\t'
-                            | b'\n'
-                            | b'\r'
-                            | b'{'
-                            | b'}'
-                            | b'['
-                            | b']'
-                            | b','
-                            | b':'
-                            | b'"'
-                    ) {
+                    if SCALAR_END[chunk[i] as usize] {
+                        end = Some(i);
+                        break;
+                    }
+                    i += 1;
+                    continue;
+                }
+                if in_string {
+                    while i < chunk.len() && chunk[i] != b'"' && chunk[i] != b'\\' {
+                        i += 1;
+                    }
+                    if i >= chunk.len() {
+                        break;
+                    }
+                    if chunk[i] == b'\\' {
+                        escape = true;
+                        i += 1;
+                        continue;
+                    }
+                    in_string = false;
+                    i += 1;
+                    if depth == 0 {
                         end = Some(i);
                         break;
                     }
                     continue;
                 }
-                if in_string {
-                    if escape {
-                        escape = false;
-                    } else if b == b'\\' {
-                        escape = true;
-                    } else if b == b'"' {
-                        in_string = false;
-                        if depth == 0 {
-                            end = Some(i + 1);
-                            break;
-                        }
-                    }
-                    continue;
+                while i < chunk.len() && !STRUCTURAL[chunk[i] as usize] {
+                    i += 1;
                 }
-                match b {
+                if i >= chunk.len() {
+                    break;
+                }
+                match chunk[i] {
                     b'"' => in_string = true,
                     b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
+                    _ => {
+                        depth = depth.saturating_sub(1);
                         if depth == 0 {
                             end = Some(i + 1);
                             break;
                         }
                     }
-                    _ => {}
                 }
+                i += 1;
             }
             let n = end.unwrap_or(chunk.len());
             buf.extend_from_slice(&chunk[..n]);
