@@ -262,11 +262,11 @@ impl DeclarativeConfig {
 
     fn push_other(&mut self, meta: Meta) -> Result<(), LoadError> {
         if meta.schema.is_empty() {
+            let text = String::from_utf8_lossy(&meta.blob);
+            let shown: String = text.chars().take(200).collect();
+            let ellipsis = if shown.len() < text.len() { "…" } else { "" };
             return Err(LoadError::Invalid {
-                message: format!(
-                    "object {} is missing root schema field",
-                    String::from_utf8_lossy(&meta.blob)
-                ),
+                message: format!("object {shown}{ellipsis} is missing root schema field"),
                 object: Box::new(ObjectRef {
                     origin: Some(meta.origin),
                     ..ObjectRef::default()

@@ -257,8 +257,9 @@ pub fn validate(cfg: &DeclarativeConfig, checks: &Checks<'_>) -> Report {
         check_channel(c, checks, &mut out);
     }
 
-    for p in &cfg.packages {
-        if packages.get(p.name.as_str()).map(|&i| &cfg.packages[i]) != Some(p) {
+    for (i, p) in cfg.packages.iter().enumerate() {
+        // Only the first definition of each package is checked further.
+        if packages.get(p.name.as_str()) != Some(&i) {
             continue;
         }
         let has_channel = cfg.channels.iter().any(|c| c.package == p.name);

@@ -31,8 +31,8 @@ use super::gojson::{self, Object, Value};
 use super::indexignore::{INDEX_IGNORE_FILE, IgnoreMatcher};
 use super::yaml::{self, DocumentSplitter, SplitError};
 
-/// Where an object was read from.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Where an object was read from (`Default`: nowhere in particular, line 0).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Origin {
     /// The file path (the root joined with the path inside it), or the stream's source name.
     pub file: Arc<str>,
@@ -51,7 +51,7 @@ impl fmt::Display for Origin {
 }
 
 /// One catalog object ("blob").
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Meta {
     /// The `schema` key (empty when absent).
     pub schema: String,
@@ -753,6 +753,34 @@ mod tests {
         .unwrap_err();
         assert_eq!(seen, 1);
         assert_eq!(e.to_string(), "stop");
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_yaml_is_accepted() {
+        assert_eq!(blobs("\u{FEFF}schema: a\n"), vec![r#"{"schema":"a"}"#]);
+        assert_eq!(
+            blobs("\u{FEFF}---\nschema: a\n---\nschema: b\n"),
+            vec![r#"{"schema":"a"}"#, r#"{"schema":"b"}"#]
+        );
+    }
+
+    #[test]
+    fn yaml_errors_name_the_document_line() {
+        let e = metas("schema: a\n---\nschema: b\nentries: [\n").unwrap_err();
+        let at = e.origin().unwrap();
+        assert_eq!((at.index, at.file.as_ref()), (1, "test"));
+        assert!(at.line >= 3, "{e}");
+    }
+
+    #[test]
+    fn invalid_utf8_in_yaml_is_an_error_with_its_line() {
+        let mut out = Vec::new();
+        let e = walk_metas_reader(&b"schema: a\nname: \xff\n"[..], "y", |m| {
+            out.push(m);
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("y:2:1: invalid UTF-8"), "{e}");
     }
 
     #[test]
