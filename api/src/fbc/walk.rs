@@ -38,7 +38,7 @@ pub struct Origin {
     pub file: Arc<str>,
     /// 1-based line of the object's first character.
     pub line: usize,
-    /// 1-based column of the object's first character.
+    /// 1-based column (in bytes) of the object's first character.
     pub column: usize,
     /// 0-based index of the object among the objects of its file.
     pub index: usize,
