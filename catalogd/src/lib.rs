@@ -1,5 +1,6 @@
 //! catalogd: ClusterCatalog controller, catalog storage and the content HTTP API.
 
+pub mod cli;
 pub mod http;
 pub mod metrics;
 pub mod server;

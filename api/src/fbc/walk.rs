@@ -1,0 +1,797 @@
+//! Streaming catalog reader: every FBC object of a directory tree or a byte stream, in upstream order.
+//!
+//! Input: a catalog root directory (or any `Read`). Output: one [`Meta`] per object, handed to a
+//! callback. Reads local files only; no network.
+//!
+//! Order and selection match operator-registry's `WalkMetasFS` with concurrency 1, which is what
+//! catalogd serves:
+//! - directories are walked depth first, entries in byte order of their names (Go's `fs.WalkDir`);
+//! - `.indexignore` files are never read as catalog content, and the files they match are skipped
+//!   (see [`super::indexignore`]); symbolic links are opened as files, like upstream;
+//! - each file is JSON when its first non-whitespace character (within the first 4096 bytes) is
+//!   `{`, else YAML; a JSON file may hold several concatenated objects (JSON Lines included);
+//! - as in apimachinery, a JSON stream whose first or second object fails to decode is retried as
+//!   YAML from that object on (a YAML flow mapping such as `{schema: olm.package}` loads); when that
+//!   also fails, the JSON error is reported.
+//!
+//! Memory: one object at a time. JSON is split into objects on the fly; YAML is split into
+//! documents line by line; no file is read whole.
+//!
+//! Each object's top-level keys `schema`, `package` and `name` are found case-insensitively (upstream
+//! matches them with Unicode case folding); two top-level keys that differ only in case are an error,
+//! and so is a non-string value for one of those three keys.
+
+use std::fmt;
+use std::fs::{self, DirEntry, File};
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::gojson::{self, Object, Value};
+use super::indexignore::{INDEX_IGNORE_FILE, IgnoreMatcher};
+use super::yaml::{self, DocumentSplitter, SplitError};
+
+/// Where an object was read from (`Default`: nowhere in particular, line 0).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// The file path (the root joined with the path inside it), or the stream's source name.
+    pub file: Arc<str>,
+    /// 1-based line of the object's first character.
+    pub line: usize,
+    /// 1-based column (in bytes) of the object's first character.
+    pub column: usize,
+    /// 0-based index of the object among the objects of its file.
+    pub index: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// One catalog object ("blob").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Meta {
+    /// The `schema` key (empty when absent).
+    pub schema: String,
+    /// The `package` key (empty when absent).
+    pub package: String,
+    /// The `name` key (empty when absent).
+    pub name: String,
+    /// The canonical bytes upstream catalogd serves for this object, without a trailing newline.
+    pub blob: Vec<u8>,
+    /// Where the object was read from.
+    pub origin: Origin,
+}
+
+/// Why a walk stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    #[error("failed to read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to parse {at}: {message}")]
+    Syntax { at: Origin, message: String },
+    #[error("failed to decode the object at {at}: {message}")]
+    Object { at: Origin, message: String },
+    /// An error returned by the caller's callback.
+    #[error(transparent)]
+    Callback(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl WalkError {
+    /// Wraps a callback's own error so it can stop the walk.
+    pub fn callback(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> WalkError {
+        WalkError::Callback(e.into())
+    }
+
+    /// The position the error refers to, when it has one.
+    pub fn origin(&self) -> Option<&Origin> {
+        match self {
+            WalkError::Syntax { at, .. } | WalkError::Object { at, .. } => Some(at),
+            _ => None,
+        }
+    }
+}
+
+/// An object before canonical encoding (the loader builds its typed model from this directly).
+#[derive(Debug)]
+pub(crate) struct RawObject {
+    pub schema: String,
+    pub package: String,
+    pub name: String,
+    /// The whole object (`Value::Null` only for a JSON `null` in a JSON stream).
+    pub value: Value,
+    pub origin: Origin,
+}
+
+impl RawObject {
+    pub(crate) fn into_meta(self) -> Meta {
+        Meta {
+            schema: self.schema,
+            package: self.package,
+            name: self.name,
+            blob: self.value.to_canonical(),
+            origin: self.origin,
+        }
+    }
+}
+
+/// Streams every object under `root` in upstream order, honouring `.indexignore`, calling `f` for
+/// each; stops at the first error. `root` may also be a single file.
+pub fn walk_metas_dir(
+    root: &Path,
+    mut f: impl FnMut(Meta) -> Result<(), WalkError>,
+) -> Result<(), WalkError> {
+    walk_objects_dir(root, &mut |raw: RawObject| f(raw.into_meta()))
+}
+
+/// Streams every object of a JSON or YAML stream (JSON Lines, concatenated JSON, `---`-separated
+/// YAML). `source_name` names the stream in positions and errors.
+pub fn walk_metas_reader(
+    r: impl Read,
+    source_name: &str,
+    mut f: impl FnMut(Meta) -> Result<(), WalkError>,
+) -> Result<(), WalkError> {
+    read_stream(r, Arc::from(source_name), &mut |raw: RawObject| {
+        f(raw.into_meta())
+    })
+}
+
+pub(crate) fn walk_objects_dir<E: From<WalkError>>(
+    root: &Path,
+    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+) -> Result<(), E> {
+    let io_err = |path: &Path, source: io::Error| WalkError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let meta = fs::metadata(root).map_err(|e| io_err(root, e))?;
+    if !meta.is_dir() {
+        let file = File::open(root).map_err(|e| io_err(root, e))?;
+        return read_stream(file, Arc::from(root.display().to_string()), f);
+    }
+    let matcher = IgnoreMatcher::load(root).map_err(|e| io_err(root, e))?;
+    walk_dir(root, &mut Vec::new(), &matcher, f)
+}
+
+/// Directory entries sorted by name bytes, as Go's `fs.ReadDir`.
+pub(crate) fn sorted_entries(dir: &Path) -> io::Result<Vec<DirEntry>> {
+    let mut entries = fs::read_dir(dir)?.collect::<Result<Vec<_>, _>>()?;
+    entries.sort_by(|a, b| {
+        a.file_name()
+            .as_encoded_bytes()
+            .cmp(b.file_name().as_encoded_bytes())
+    });
+    Ok(entries)
+}
+
+fn walk_dir<E: From<WalkError>>(
+    dir: &Path,
+    rel: &mut Vec<String>,
+    matcher: &IgnoreMatcher,
+    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+) -> Result<(), E> {
+    let entries = sorted_entries(dir).map_err(|source| WalkError::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    for entry in entries {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let file_type = entry.file_type().map_err(|source| WalkError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        if file_type.is_dir() {
+            rel.push(name);
+            walk_dir(&path, rel, matcher, f)?;
+            rel.pop();
+            continue;
+        }
+        if name == INDEX_IGNORE_FILE {
+            continue;
+        }
+        let mut components: Vec<&str> = rel.iter().map(String::as_str).collect();
+        components.push(&name);
+        if matcher.is_ignored(&components) {
+            continue;
+        }
+        let file = File::open(&path).map_err(|source| WalkError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        read_stream(file, Arc::from(path.display().to_string()), f)?;
+    }
+    Ok(())
+}
+
+/// How far upstream looks for the `{` that marks a JSON stream.
+const JSON_SNIFF_BYTES: usize = 4096;
+
+pub(crate) fn read_stream<E: From<WalkError>>(
+    mut r: impl Read,
+    file: Arc<str>,
+    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+) -> Result<(), E> {
+    let io_err = |source: io::Error| WalkError::Io {
+        path: file.to_string(),
+        source,
+    };
+    let mut head = Vec::with_capacity(JSON_SNIFF_BYTES);
+    (&mut r)
+        .take(JSON_SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(io_err)?;
+    let is_json = String::from_utf8_lossy(&head).trim_start().starts_with('{');
+    let reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(r));
+    let mut cx = StreamCx { file, index: 0 };
+    if is_json {
+        read_json(reader, &mut cx, f)
+    } else {
+        read_yaml(reader, 1, &mut cx, None, f)
+    }
+}
+
+struct StreamCx {
+    file: Arc<str>,
+    /// Objects emitted so far from this stream.
+    index: usize,
+}
+
+impl StreamCx {
+    fn origin(&self, line: usize, column: usize) -> Origin {
+        Origin {
+            file: self.file.clone(),
+            line,
+            column,
+            index: self.index,
+        }
+    }
+}
+
+fn read_json<E: From<WalkError>>(
+    reader: impl BufRead,
+    cx: &mut StreamCx,
+    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut splitter = JsonSplitter {
+        reader,
+        line: 1,
+        column: 1,
+    };
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let Some((line, column)) =
+            splitter
+                .next_value(&mut buf)
+                .map_err(|source| WalkError::Io {
+                    path: cx.file.to_string(),
+                    source,
+                })?
+        else {
+            return Ok(());
+        };
+        let decoded = match gojson::parse(&buf) {
+            Ok(v) => to_raw_object(v, cx.origin(line, column), true),
+            Err(e) => {
+                let (l, c) = position_in(&buf, e.offset, line, column);
+                Err(WalkError::Syntax {
+                    at: cx.origin(l, c),
+                    message: e.message,
+                })
+            }
+        };
+        match decoded {
+            Ok(Some(obj)) => {
+                cx.index += 1;
+                f(obj)?;
+            }
+            Ok(None) => {}
+            Err(json_err) => {
+                // apimachinery retries an ambiguous stream (fewer than two objects decoded) as YAML.
+                if cx.index > 1 {
+                    return Err(json_err.into());
+                }
+                let rest = Cursor::new(std::mem::take(&mut buf)).chain(splitter.reader);
+                return read_yaml(BufReader::new(rest), line, cx, Some(json_err), f);
+            }
+        }
+    }
+}
+
+/// 1-based line/column of byte `offset` in `buf`, which starts at `line`/`column`.
+fn position_in(buf: &[u8], offset: usize, line: usize, column: usize) -> (usize, usize) {
+    let offset = offset.min(buf.len());
+    let before = &buf[..offset];
+    match before.iter().rposition(|b| *b == b'\n') {
+        None => (line, column + offset),
+        Some(nl) => (
+            line + before.iter().filter(|b| **b == b'\n').count(),
+            offset - nl,
+        ),
+    }
+}
+
+fn read_yaml<E: From<WalkError>>(
+    reader: impl BufRead,
+    first_line: usize,
+    cx: &mut StreamCx,
+    mut first_error: Option<WalkError>,
+    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut splitter = DocumentSplitter::new(reader, first_line);
+    loop {
+        let next = match splitter.next_document() {
+            Ok(Some(doc)) => match yaml::document_to_value(&doc) {
+                Ok(Some(v)) => to_raw_object(v, cx.origin(doc.first_line, 1), false),
+                Ok(None) => continue,
+                Err(e) => Err(WalkError::Syntax {
+                    at: cx.origin(e.line, e.column),
+                    message: e.message,
+                }),
+            },
+            Ok(None) => return Ok(()),
+            Err(SplitError::Io(source)) => Err(WalkError::Io {
+                path: cx.file.to_string(),
+                source,
+            }),
+            Err(SplitError::Syntax(e)) => Err(WalkError::Syntax {
+                at: cx.origin(e.line, e.column),
+                message: e.message,
+            }),
+        };
+        match next {
+            Ok(Some(obj)) => {
+                first_error = None;
+                cx.index += 1;
+                f(obj)?;
+            }
+            Ok(None) => {}
+            Err(e) => return Err(first_error.unwrap_or(e).into()),
+        }
+    }
+}
+
+/// Upstream's `Meta.UnmarshalJSON`: the object plus its schema/package/name.
+/// `Ok(None)` for a YAML document that is `null`.
+fn to_raw_object(v: Value, at: Origin, from_json: bool) -> Result<Option<RawObject>, WalkError> {
+    let obj = match v {
+        Value::Object(obj) => obj,
+        Value::Null if from_json => {
+            return Ok(Some(RawObject {
+                schema: String::new(),
+                package: String::new(),
+                name: String::new(),
+                value: Value::Null,
+                origin: at,
+            }));
+        }
+        Value::Null => return Ok(None),
+        other => {
+            return Err(WalkError::Object {
+                at,
+                message: format!("expected a JSON object, got {}", other.kind()),
+            });
+        }
+    };
+    let (schema, package, name) = meta_keys(&obj).map_err(|message| WalkError::Object {
+        at: at.clone(),
+        message,
+    })?;
+    Ok(Some(RawObject {
+        schema,
+        package,
+        name,
+        value: Value::Object(obj),
+        origin: at,
+    }))
+}
+
+/// Unicode case folding as upstream uses for top-level keys (approximated by upper-then-lower
+/// casing for non-ASCII keys, which folds `ß`, `ſ` and the Kelvin sign as full folding does).
+pub(crate) fn fold_key(key: &str) -> String {
+    if key.is_ascii() {
+        key.to_ascii_lowercase()
+    } else {
+        key.to_uppercase().to_lowercase()
+    }
+}
+
+fn meta_keys(obj: &Object) -> Result<(String, String, String), String> {
+    let mut folded: Vec<(String, &str)> = obj.iter().map(|(k, _)| (fold_key(k), k)).collect();
+    folded.sort();
+    let mut dups: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < folded.len() {
+        let mut j = i + 1;
+        while j < folded.len() && folded[j].0 == folded[i].0 {
+            j += 1;
+        }
+        if j - i > 1 {
+            let keys: Vec<&str> = folded[i..j].iter().map(|(_, k)| *k).collect();
+            dups.push(format!(
+                "duplicate keys for key {:?}: [{}]",
+                folded[i].0,
+                keys.join(" ")
+            ));
+        }
+        i = j;
+    }
+    if !dups.is_empty() {
+        return Err(dups.join(", "));
+    }
+    let mut out = [String::new(), String::new(), String::new()];
+    for (slot, field) in out.iter_mut().zip(["schema", "package", "name"]) {
+        let found = obj.iter().find(|(k, _)| fold_key(k) == field);
+        match found {
+            None => {}
+            Some((_, Value::String(s))) => *slot = s.clone(),
+            Some((k, v)) => {
+                return Err(format!(
+                    "expected value for key {k:?} to be a string, got {}",
+                    v.kind()
+                ));
+            }
+        }
+    }
+    let [schema, package, name] = out;
+    Ok((schema, package, name))
+}
+
+/// Moves a 1-based line/column (columns count bytes) past `bytes`.
+fn advance(line: &mut usize, column: &mut usize, bytes: &[u8]) {
+    match bytes.iter().rposition(|b| *b == b'\n') {
+        None => *column += bytes.len(),
+        Some(last) => {
+            *line += bytes.iter().filter(|b| **b == b'\n').count();
+            *column = bytes.len() - last;
+        }
+    }
+}
+
+/// Bytes that end a top-level scalar.
+static SCALAR_END: [bool; 256] = {
+    let mut t = [false; 256];
+    let ends = b" \t\n\r{}[],:\"";
+    let mut i = 0;
+    while i < ends.len() {
+        t[ends[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Bytes that matter inside an object or array (outside strings).
+static STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b']' as usize] = true;
+    t
+};
+
+/// Splits a JSON stream into top-level values without parsing them.
+struct JsonSplitter<R> {
+    reader: R,
+    line: usize,
+    column: usize,
+}
+
+impl<R: BufRead> JsonSplitter<R> {
+    /// Appends the next value's bytes to `buf`; returns its starting line/column, or `None` at
+    /// the end of the stream. Malformed input yields a slice the parser will reject.
+    fn next_value(&mut self, buf: &mut Vec<u8>) -> io::Result<Option<(usize, usize)>> {
+        // Skip JSON whitespace.
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(None);
+            }
+            let n = chunk
+                .iter()
+                .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(chunk.len());
+            let found = n < chunk.len();
+            advance(&mut self.line, &mut self.column, &chunk[..n]);
+            self.reader.consume(n);
+            if found {
+                break;
+            }
+        }
+        let start = (self.line, self.column);
+        let mut depth = 0usize;
+        let mut in_string = false;
+        let mut escape = false;
+        let mut started = false;
+        let mut scalar = false;
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(Some(start));
+            }
+            let mut end = None;
+            let mut i = 0;
+            while i < chunk.len() {
+                if escape {
+                    escape = false;
+                    i += 1;
+                    continue;
+                }
+                if !started {
+                    started = true;
+                    match chunk[i] {
+                        b'{' | b'[' => depth = 1,
+                        b'"' => in_string = true,
+                        _ => scalar = true,
+                    }
+                    i += 1;
+                    continue;
+                }
+                if scalar {
+                    if SCALAR_END[chunk[i] as usize] {
+                        end = Some(i);
+                        break;
+                    }
+                    i += 1;
+                    continue;
+                }
+                if in_string {
+                    while i < chunk.len() && chunk[i] != b'"' && chunk[i] != b'\\' {
+                        i += 1;
+                    }
+                    if i >= chunk.len() {
+                        break;
+                    }
+                    if chunk[i] == b'\\' {
+                        escape = true;
+                        i += 1;
+                        continue;
+                    }
+                    in_string = false;
+                    i += 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                    continue;
+                }
+                while i < chunk.len() && !STRUCTURAL[chunk[i] as usize] {
+                    i += 1;
+                }
+                if i >= chunk.len() {
+                    break;
+                }
+                match chunk[i] {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    _ => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            end = Some(i + 1);
+                            break;
+                        }
+                    }
+                }
+                i += 1;
+            }
+            let n = end.unwrap_or(chunk.len());
+            buf.extend_from_slice(&chunk[..n]);
+            advance(&mut self.line, &mut self.column, &chunk[..n]);
+            self.reader.consume(n);
+            if end.is_some() {
+                return Ok(Some(start));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metas(input: &str) -> Result<Vec<Meta>, WalkError> {
+        let mut out = Vec::new();
+        walk_metas_reader(input.as_bytes(), "test", |m| {
+            out.push(m);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn blobs(input: &str) -> Vec<String> {
+        metas(input)
+            .unwrap()
+            .into_iter()
+            .map(|m| String::from_utf8(m.blob).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn concatenated_json_objects_are_separate_blobs_in_order() {
+        let input = "{\"schema\":\"olm.package\",\"name\":\"a\"}{\"name\":\"b\",\"schema\":\"x\"}\n\n {\"b\":1,\"a\":[1.0]}";
+        assert_eq!(
+            blobs(input),
+            vec![
+                r#"{"name":"a","schema":"olm.package"}"#,
+                r#"{"name":"b","schema":"x"}"#,
+                r#"{"a":[1],"b":1}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn objects_carry_their_line_column_and_index() {
+        let ms = metas("{\"schema\":\"a\"}\n  {\"schema\":\"b\"}\n").unwrap();
+        assert_eq!(
+            (ms[1].origin.line, ms[1].origin.column, ms[1].origin.index),
+            (2, 3, 1)
+        );
+        let ms = metas("---\nschema: a\n---\n# c\nschema: b\n").unwrap();
+        assert_eq!(
+            (ms[0].origin.line, ms[1].origin.line, ms[1].origin.index),
+            (1, 4, 1)
+        );
+    }
+
+    #[test]
+    fn meta_keys_are_found_case_insensitively() {
+        let ms = metas("{\"Schema\":\"olm.bundle\",\"PACKAGE\":\"p\",\"Name\":\"n\"}").unwrap();
+        assert_eq!(
+            (
+                ms[0].schema.as_str(),
+                ms[0].package.as_str(),
+                ms[0].name.as_str()
+            ),
+            ("olm.bundle", "p", "n")
+        );
+    }
+
+    #[test]
+    fn keys_differing_only_in_case_are_rejected() {
+        let e = metas("{\"schema\":\"a\",\"name\":\"x\",\"Name\":\"y\"}").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(r#"duplicate keys for key "name": [Name name]"#),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn non_string_meta_keys_are_rejected() {
+        let e = metas("schema: olm.package\nname: 1\n").unwrap_err();
+        assert!(e.to_string().contains("to be a string, got number"), "{e}");
+        let e = metas("schema: olm.package\nname:\n").unwrap_err();
+        assert!(e.to_string().contains("got null"), "{e}");
+    }
+
+    #[test]
+    fn json_syntax_errors_name_line_and_column() {
+        let e =
+            metas("{\"schema\":\"a\"}\n{\"schema\":\"b\"}\n{\"schema\": \"c\",\n  \"x\": tru }\n")
+                .unwrap_err();
+        match e {
+            WalkError::Syntax { at, message } => {
+                assert_eq!((at.line, at.column, at.index), (4, 11, 2));
+                assert!(
+                    message.contains("invalid character ' ' in literal"),
+                    "{message}"
+                );
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn yaml_flow_mapping_that_is_not_json_falls_back_to_yaml() {
+        assert_eq!(
+            blobs("{schema: olm.package, name: foo}\n"),
+            vec![r#"{"name":"foo","schema":"olm.package"}"#]
+        );
+    }
+
+    #[test]
+    fn broken_json_that_is_not_yaml_either_reports_the_json_error() {
+        let e = metas("{\"schema\": \"a\", ]").unwrap_err();
+        assert!(e.to_string().contains("failed to parse test:1:"), "{e}");
+    }
+
+    #[test]
+    fn top_level_non_objects_are_rejected() {
+        let e = metas("{\"schema\":\"a\"}{\"schema\":\"a\"}[1]").unwrap_err();
+        assert!(
+            e.to_string().contains("expected a JSON object, got array"),
+            "{e}"
+        );
+        let e = metas("- a\n- b\n").unwrap_err();
+        assert!(e.to_string().contains("got array"), "{e}");
+    }
+
+    #[test]
+    fn json_null_is_a_schemaless_blob_and_yaml_null_documents_are_skipped() {
+        let ms = metas("{\"schema\":\"a\"}{\"schema\":\"b\"}null").unwrap();
+        assert_eq!(ms.len(), 3);
+        assert_eq!(
+            (ms[2].schema.as_str(), ms[2].blob.as_slice()),
+            ("", &b"null"[..])
+        );
+        assert_eq!(
+            metas("# only a comment\n---\n~\n---\nschema: a\n")
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn truncated_json_stream_is_an_error() {
+        let e = metas("{\"schema\":\"a\"}{\"schema\":\"b\"}{\"schema\":").unwrap_err();
+        assert!(
+            e.to_string().contains("unexpected end of JSON input"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn callback_errors_stop_the_walk_unchanged() {
+        let mut seen = 0;
+        let e = walk_metas_reader(
+            "{\"schema\":\"a\"}{\"schema\":\"b\"}".as_bytes(),
+            "s",
+            |_| {
+                seen += 1;
+                Err(WalkError::callback("stop"))
+            },
+        )
+        .unwrap_err();
+        assert_eq!(seen, 1);
+        assert_eq!(e.to_string(), "stop");
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_yaml_is_accepted() {
+        assert_eq!(blobs("\u{FEFF}schema: a\n"), vec![r#"{"schema":"a"}"#]);
+        assert_eq!(
+            blobs("\u{FEFF}---\nschema: a\n---\nschema: b\n"),
+            vec![r#"{"schema":"a"}"#, r#"{"schema":"b"}"#]
+        );
+    }
+
+    #[test]
+    fn yaml_errors_name_the_document_line() {
+        let e = metas("schema: a\n---\nschema: b\nentries: [\n").unwrap_err();
+        let at = e.origin().unwrap();
+        assert_eq!((at.index, at.file.as_ref()), (1, "test"));
+        assert!(at.line >= 3, "{e}");
+    }
+
+    #[test]
+    fn invalid_utf8_in_yaml_is_an_error_with_its_line() {
+        let mut out = Vec::new();
+        let e = walk_metas_reader(&b"schema: a\nname: \xff\n"[..], "y", |m| {
+            out.push(m);
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("y:2:1: invalid UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn crlf_yaml_and_strings_with_braces_split_correctly() {
+        assert_eq!(
+            blobs("schema: a\r\nname: \"x}\"\r\n---\r\nschema: b\r\n"),
+            vec![r#"{"name":"x}","schema":"a"}"#, r#"{"schema":"b"}"#]
+        );
+        assert_eq!(
+            blobs("{\"schema\":\"a\",\"n\":\"}\\\"{\"}"),
+            vec![r#"{"n":"}\"{","schema":"a"}"#]
+        );
+    }
+}

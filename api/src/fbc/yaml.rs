@@ -1,0 +1,845 @@
+//! YAML catalog files: split into documents and convert each to a Go-compatible JSON [`Value`].
+//!
+//! Input: a buffered reader over YAML text. Output: one [`Value`] per document, with its line.
+//! No IO besides reading the given reader.
+//!
+//! Upstream reads YAML with apimachinery's `YAMLOrJSONDecoder`, which splits the stream into
+//! documents line by line and converts each with sigs.k8s.io/yaml (go-yaml v2, i.e. **YAML 1.1**
+//! scalar resolution) to JSON. This module reproduces both steps; the YAML syntax itself is parsed
+//! by `granit-parser` (the parser inside serde-saphyr), because serde-saphyr's own typing of plain
+//! scalars follows YAML 1.2 and cannot tell a plain `yes` from a quoted one.
+//!
+//! Document splitting (apimachinery):
+//! - a line starting with `---` ends the current document; only spaces or a `# comment` may follow
+//!   it, anything else is an error (`--- {a: 1}` is rejected, as upstream);
+//! - `\r\n` line ends become `\n`; empty documents are skipped; a document holding only comments
+//!   is treated as empty (upstream yields an empty object that `opm` rejects and catalogd serves as
+//!   nothing);
+//! - only the first YAML document of a chunk is read (a `...` marker followed by more YAML without
+//!   `---` is ignored, as upstream).
+//!
+//! Plain scalar resolution (go-yaml v2):
+//!
+//! | plain scalar | value |
+//! |---|---|
+//! | `y Y yes Yes YES on On ON true True TRUE` | `true` |
+//! | `n N no No NO off Off OFF false False FALSE` | `false` |
+//! | empty, `~ null Null NULL` | `null` |
+//! | `.inf`, `.nan` (any case listed by YAML 1.1) | error: JSON has no infinities (as upstream) |
+//! | integer per Go `ParseInt(s, 0, 64)` after removing `_` (`0x1F`, `0o17`, `017` octal, `0b101`) | number |
+//! | above int64 but within uint64 | number |
+//! | `[-+]?(\.[0-9]+\|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?` | float |
+//! | anything else (timestamps included) | string |
+//!
+//! Quoted and block scalars are strings. Tags: `!!str` forces a string, `!!int`/`!!float`/`!!bool`/
+//! `!!null` force that type (error when the text does not resolve to it), `!!binary` decodes base64,
+//! any other tag is ignored (scalar stays a string). Merge keys `<<` follow go-yaml v2: merged
+//! entries overwrite earlier keys, explicit keys after the merge overwrite merged ones, and in a
+//! sequence of merged maps the first map wins. Non-string keys become strings as sigs.k8s.io/yaml
+//! does (`1` → `"1"`, `true` → `"true"`, `1.5` → `"1.5"` via float32 formatting); `null`, large
+//! unsigned, list and map keys are errors.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+
+use base64::Engine as _;
+use granit_parser::{Event, Parser, ScalarStyle, Tag};
+
+use super::gojson::{Number, Object, Value, format_float32_g, is_json_number, string_lossy};
+
+/// A YAML problem at a line/column of the file (1-based line, 1-based column).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct YamlError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// One `---`-separated chunk of a YAML stream.
+pub struct Document {
+    /// The chunk's text (lines joined with `\n`).
+    pub text: Vec<u8>,
+    /// 1-based line of the chunk's first line in the stream.
+    pub first_line: usize,
+}
+
+/// Splits a YAML stream into documents exactly as apimachinery's `YAMLReader` does.
+pub struct DocumentSplitter<R> {
+    reader: R,
+    /// Lines consumed so far.
+    line: usize,
+    line_buf: Vec<u8>,
+}
+
+impl<R: BufRead> DocumentSplitter<R> {
+    /// `first_line` is the 1-based line number of the reader's first line.
+    pub fn new(reader: R, first_line: usize) -> Self {
+        DocumentSplitter {
+            reader,
+            line: first_line.saturating_sub(1),
+            line_buf: Vec::new(),
+        }
+    }
+
+    /// The next non-empty document, `Ok(None)` at the end of the stream.
+    pub fn next_document(&mut self) -> Result<Option<Document>, SplitError> {
+        let mut text: Vec<u8> = Vec::new();
+        let mut first_line = 0;
+        loop {
+            self.line_buf.clear();
+            let n = self
+                .reader
+                .read_until(b'\n', &mut self.line_buf)
+                .map_err(SplitError::Io)?;
+            if n == 0 {
+                return Ok(if text.is_empty() {
+                    None
+                } else {
+                    Some(Document { text, first_line })
+                });
+            }
+            self.line += 1;
+            let mut line: &[u8] = &self.line_buf;
+            if let Some(l) = line.strip_suffix(b"\n") {
+                line = l;
+                if let Some(l) = line.strip_suffix(b"\r") {
+                    line = l;
+                }
+            }
+            if let Some(rest) = line.strip_prefix(b"---") {
+                let rest = String::from_utf8_lossy(rest);
+                let trimmed = rest.trim();
+                if !trimmed.is_empty() && !trimmed.starts_with('#') {
+                    return Err(SplitError::Syntax(YamlError {
+                        line: self.line,
+                        column: 1,
+                        message: format!("invalid Yaml document separator: {trimmed}"),
+                    }));
+                }
+                if !text.is_empty() {
+                    return Ok(Some(Document { text, first_line }));
+                }
+            }
+            if text.is_empty() {
+                first_line = self.line;
+            }
+            text.extend_from_slice(line);
+            text.push(b'\n');
+        }
+    }
+}
+
+/// Why splitting a YAML stream stopped.
+#[derive(Debug)]
+pub enum SplitError {
+    Io(std::io::Error),
+    Syntax(YamlError),
+}
+
+/// Upper bound on nodes produced by alias expansion in one document (alias bombs).
+const MAX_ALIAS_EXPANDED_NODES: usize = 10_000_000;
+
+/// Converts the first YAML document of `doc` to a JSON value. `Ok(None)` for an empty document.
+pub fn document_to_value(doc: &Document) -> Result<Option<Value>, YamlError> {
+    let text = std::str::from_utf8(&doc.text).map_err(|e| {
+        let before = &doc.text[..e.valid_up_to()];
+        let line = before.iter().filter(|b| **b == b'\n').count();
+        YamlError {
+            line: doc.first_line + line,
+            column: 1,
+            message: "invalid UTF-8 in YAML document".into(),
+        }
+    })?;
+    let mut options = granit_parser::Options::default();
+    options.set_emit_comments(false);
+    let parser = Parser::new_from_str_with_options(text, options);
+    let mut b = Builder {
+        parser,
+        first_line: doc.first_line,
+        anchors: HashMap::new(),
+        expanded: 0,
+    };
+    b.document()
+}
+
+struct Builder<'a> {
+    parser: Parser<'a, granit_parser::StrInput<'a>>,
+    first_line: usize,
+    anchors: HashMap<usize, Value>,
+    expanded: usize,
+}
+
+/// A resolved mapping key: what go-yaml v2 produced before sigs.k8s.io/yaml stringifies it.
+enum Key {
+    Str(String),
+    Merge,
+    Value(Value),
+}
+
+impl<'a> Builder<'a> {
+    fn next(&mut self) -> Result<(Event<'a>, granit_parser::Span), YamlError> {
+        match self.parser.next_event() {
+            Some(Ok(ev)) => Ok(ev),
+            Some(Err(e)) => Err(YamlError {
+                line: self.first_line + e.marker().line().saturating_sub(1),
+                column: e.marker().col() + 1,
+                message: e.info(),
+            }),
+            None => Err(YamlError {
+                line: self.first_line,
+                column: 1,
+                message: "unexpected end of YAML stream".into(),
+            }),
+        }
+    }
+
+    fn err_at(&self, span: &granit_parser::Span, message: impl Into<String>) -> YamlError {
+        YamlError {
+            line: self.first_line + span.start.line().saturating_sub(1),
+            column: span.start.col() + 1,
+            message: message.into(),
+        }
+    }
+
+    fn document(&mut self) -> Result<Option<Value>, YamlError> {
+        loop {
+            let (ev, span) = self.next()?;
+            match ev {
+                Event::StreamStart => continue,
+                Event::StreamEnd => return Ok(None),
+                Event::DocumentStart(..) => break,
+                _ => return Err(self.err_at(&span, "unexpected YAML event before document")),
+            }
+        }
+        let (ev, span) = self.next()?;
+        if matches!(ev, Event::DocumentEnd) {
+            return Ok(None);
+        }
+        let v = self.node(ev, span)?;
+        // Only the first document counts; what follows it is not read (as upstream).
+        // A `null` document is no object at all, like an empty one.
+        Ok(if v == Value::Null { None } else { Some(v) })
+    }
+
+    fn node(&mut self, ev: Event<'a>, span: granit_parser::Span) -> Result<Value, YamlError> {
+        match ev {
+            Event::Scalar(text, style, anchor, tag) => {
+                let v = resolve_scalar(&text, style, tag.as_deref())
+                    .map_err(|m| self.err_at(&span, m))?;
+                if anchor != 0 {
+                    self.anchors.insert(anchor, v.clone());
+                }
+                Ok(v)
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                let mut items = Vec::new();
+                loop {
+                    let (ev, span) = self.next()?;
+                    if matches!(ev, Event::SequenceEnd) {
+                        break;
+                    }
+                    items.push(self.node(ev, span)?);
+                }
+                let v = Value::Array(items);
+                if anchor != 0 {
+                    self.anchors.insert(anchor, v.clone());
+                }
+                Ok(v)
+            }
+            Event::MappingStart(_, anchor, _) => {
+                let v = self.mapping()?;
+                if anchor != 0 {
+                    self.anchors.insert(anchor, v.clone());
+                }
+                Ok(v)
+            }
+            Event::Alias(id) => {
+                let v = self
+                    .anchors
+                    .get(&id)
+                    .cloned()
+                    .ok_or_else(|| self.err_at(&span, "unknown anchor"))?;
+                self.expanded += count_nodes(&v);
+                if self.expanded > MAX_ALIAS_EXPANDED_NODES {
+                    return Err(self.err_at(&span, "document contains excessive aliasing"));
+                }
+                Ok(v)
+            }
+            _ => Err(self.err_at(&span, "unexpected YAML event")),
+        }
+    }
+
+    fn mapping(&mut self) -> Result<Value, YamlError> {
+        let mut pairs: Vec<(String, Value)> = Vec::new();
+        loop {
+            let (ev, span) = self.next()?;
+            if matches!(ev, Event::MappingEnd) {
+                break;
+            }
+            let key = self.key(ev, &span)?;
+            let (vev, vspan) = self.next()?;
+            let value = self.node(vev, vspan)?;
+            match key {
+                Key::Merge => self.merge(value, &vspan, &mut pairs)?,
+                Key::Str(k) => pairs.push((k, value)),
+                Key::Value(k) => {
+                    let k = stringify_key(&k).map_err(|m| self.err_at(&span, m))?;
+                    pairs.push((k, value));
+                }
+            }
+        }
+        Ok(Value::Object(Object::from_pairs(pairs)))
+    }
+
+    fn key(&mut self, ev: Event<'a>, span: &granit_parser::Span) -> Result<Key, YamlError> {
+        match ev {
+            Event::Scalar(ref text, style, anchor, ref tag) => {
+                let is_merge = text == "<<"
+                    && ((style == ScalarStyle::Plain && tag.is_none())
+                        || tag.as_deref().is_some_and(|t| core_tag(t) == Some("merge")));
+                if is_merge {
+                    return Ok(Key::Merge);
+                }
+                let v = resolve_scalar(text, style, tag.as_deref())
+                    .map_err(|m| self.err_at(span, m))?;
+                if anchor != 0 {
+                    self.anchors.insert(anchor, v.clone());
+                }
+                Ok(match v {
+                    Value::String(s) => Key::Str(s),
+                    other => Key::Value(other),
+                })
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                let _ = self.node(ev, *span)?;
+                Err(self.err_at(span, "invalid map key: a list or map cannot be a key"))
+            }
+            Event::Alias(_) => {
+                let v = self.node(ev, *span)?;
+                match v {
+                    Value::String(s) => Ok(Key::Str(s)),
+                    Value::Array(_) | Value::Object(_) => {
+                        Err(self.err_at(span, "invalid map key: a list or map cannot be a key"))
+                    }
+                    other => Ok(Key::Value(other)),
+                }
+            }
+            _ => Err(self.err_at(span, "unexpected YAML event for a map key")),
+        }
+    }
+
+    fn merge(
+        &self,
+        value: Value,
+        span: &granit_parser::Span,
+        pairs: &mut Vec<(String, Value)>,
+    ) -> Result<(), YamlError> {
+        const WANT_MAP: &str = "map merge requires map or sequence of maps as the value";
+        match value {
+            Value::Object(obj) => pairs.extend(obj.into_entries()),
+            Value::Array(items) => {
+                // Earlier maps take precedence, so they are applied last.
+                for item in items.into_iter().rev() {
+                    match item {
+                        Value::Object(obj) => pairs.extend(obj.into_entries()),
+                        _ => return Err(self.err_at(span, WANT_MAP)),
+                    }
+                }
+            }
+            _ => return Err(self.err_at(span, WANT_MAP)),
+        }
+        Ok(())
+    }
+}
+
+fn count_nodes(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
+        Value::Object(obj) => 1 + obj.iter().map(|(_, v)| count_nodes(v)).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+/// The suffix of a `tag:yaml.org,2002:` tag (`str`, `int`, `merge`, ...), if it is one.
+fn core_tag(tag: &Tag) -> Option<&str> {
+    let (handle, suffix) = tag.parts();
+    if handle == "tag:yaml.org,2002:" {
+        Some(suffix)
+    } else {
+        None
+    }
+}
+
+/// sigs.k8s.io/yaml's conversion of a non-string map key to a JSON object key.
+fn stringify_key(k: &Value) -> Result<String, String> {
+    match k {
+        Value::String(s) => Ok(s.clone()),
+        Value::Bool(b) => Ok(if *b { "true" } else { "false" }.into()),
+        Value::Number(n) => match n.literal().parse::<i64>() {
+            Ok(i) if is_int_literal(n.literal()) => Ok(i.to_string()),
+            _ if is_int_literal(n.literal()) => Err(format!(
+                "unsupported map key of type: uint64, key: {}",
+                n.literal()
+            )),
+            _ => Ok(format_float32_g(n.as_f64())),
+        },
+        Value::Null => Err("unsupported map key of type: <nil>".into()),
+        Value::Array(_) | Value::Object(_) => {
+            Err("invalid map key: a list or map cannot be a key".into())
+        }
+    }
+}
+
+fn is_int_literal(s: &str) -> bool {
+    let s = s.strip_prefix('-').unwrap_or(s);
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Resolves one scalar the way go-yaml v2 does when decoding into `interface{}`.
+fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<Value, String> {
+    let tag_name: Option<&str> = match tag {
+        None => None,
+        Some(t) => match core_tag(t) {
+            Some(s) => Some(s),
+            // The non-specific tag `!` and application tags leave the scalar a string.
+            None => return Ok(Value::String(text.to_owned())),
+        },
+    };
+    match tag_name {
+        None if style != ScalarStyle::Plain => Ok(Value::String(text.to_owned())),
+        None => resolve_plain(text),
+        Some("str") => Ok(Value::String(text.to_owned())),
+        Some("binary") => {
+            let cleaned: String = text.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(cleaned.as_bytes())
+                .map_err(|_| "!!binary value contains invalid base64 data".to_string())?;
+            Ok(Value::String(string_lossy(&data)))
+        }
+        Some(t @ ("int" | "float" | "bool" | "null" | "timestamp")) => {
+            let (rtag, v) = resolve_typed(text);
+            let ok = rtag == t || (t == "float" && rtag == "int");
+            if !ok {
+                return Err(format!("cannot decode !!{rtag} `{text}` as a !!{t}"));
+            }
+            match (t, v) {
+                ("float", Value::Number(n)) => {
+                    let lit = n.literal().to_owned();
+                    Ok(Value::Number(Number::with_literal(n.as_f64(), lit)))
+                }
+                ("timestamp", _) => Ok(Value::String(text.to_owned())),
+                (_, v) => Ok(v),
+            }
+        }
+        // Other core-schema names (`map`, `seq`, `merge`, ...) on a scalar: keep the text.
+        Some(_) => Ok(Value::String(text.to_owned())),
+    }
+}
+
+fn resolve_plain(text: &str) -> Result<Value, String> {
+    let (_, v) = resolve_typed(text);
+    if let Value::Number(n) = &v
+        && !n.as_f64().is_finite()
+    {
+        return Err(format!(
+            "json: unsupported value: {}",
+            if n.as_f64().is_nan() {
+                "NaN"
+            } else if n.as_f64() > 0.0 {
+                "+Inf"
+            } else {
+                "-Inf"
+            }
+        ));
+    }
+    Ok(v)
+}
+
+/// The YAML 1.1 type go-yaml v2 infers for `text`, with its value. Non-finite floats are
+/// returned as numbers with a NaN/infinite value for the caller to reject.
+fn resolve_typed(text: &str) -> (&'static str, Value) {
+    match text {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            return ("bool", Value::Bool(true));
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            return ("bool", Value::Bool(false));
+        }
+        "" | "~" | "null" | "Null" | "NULL" => return ("null", Value::Null),
+        ".nan" | ".NaN" | ".NAN" => return ("float", nonfinite(f64::NAN)),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return ("float", nonfinite(f64::INFINITY));
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return ("float", nonfinite(f64::NEG_INFINITY)),
+        _ => {}
+    }
+    let first = text.as_bytes()[0];
+    match first {
+        b'.' => {
+            if let Some(n) = go_parse_float(text) {
+                return ("float", float_value(n, text));
+            }
+        }
+        b'0'..=b'9' | b'+' | b'-' => {
+            if looks_like_timestamp(text) {
+                return ("timestamp", Value::String(text.to_owned()));
+            }
+            let plain: String = text.chars().filter(|c| *c != '_').collect();
+            if let Some(i) = go_parse_int(&plain) {
+                return ("int", int_value(i as f64, i.to_string()));
+            }
+            if let Some(u) = go_parse_uint(&plain) {
+                return ("int", int_value(u as f64, u.to_string()));
+            }
+            if yaml_style_float(&plain)
+                && let Some(f) = go_parse_float(&plain)
+            {
+                return ("float", float_value(f, &plain));
+            }
+            if let Some(rest) = plain.strip_prefix("0b") {
+                if let Some(i) = parse_signed_radix(rest, 2) {
+                    return ("int", int_value(i as f64, i.to_string()));
+                }
+                if let Some(u) = parse_unsigned_radix(rest, 2) {
+                    return ("int", int_value(u as f64, u.to_string()));
+                }
+            } else if let Some(rest) = plain.strip_prefix("-0b")
+                && let Some(i) = parse_signed_radix(&format!("-{rest}"), 2)
+            {
+                return ("int", int_value(i as f64, i.to_string()));
+            }
+        }
+        _ => {}
+    }
+    ("str", Value::String(text.to_owned()))
+}
+
+fn nonfinite(f: f64) -> Value {
+    Value::Number(Number::with_literal(f, String::new()))
+}
+
+fn int_value(f: f64, decimal: String) -> Value {
+    Value::Number(Number::with_literal(f, decimal))
+}
+
+/// A float from YAML keeps its text as literal when that text is valid JSON, so a raw reader
+/// sees `4.10` rather than Go's `4.1`.
+fn float_value(f: f64, text: &str) -> Value {
+    if is_json_number(text.as_bytes()) {
+        Value::Number(Number::with_literal(f, text.to_owned()))
+    } else {
+        match Number::from_f64(f) {
+            Ok(n) => Value::Number(n),
+            Err(_) => nonfinite(f),
+        }
+    }
+}
+
+/// Go's `time.Parse` accepts more than this, but a timestamp-looking scalar never resolves to a
+/// number either way; this only keeps `2001-12-14` from being tried as one.
+fn looks_like_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
+}
+
+/// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`
+fn yaml_style_float(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    if matches!(b.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - start
+    };
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    } else {
+        if digits(&mut i) == 0 {
+            return false;
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            digits(&mut i);
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// Go's `strconv.ParseFloat(s, 64)` restricted to decimal syntax: `None` on syntax or range error.
+fn go_parse_float(s: &str) -> Option<f64> {
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    // Decimal digits, one optional dot, optional exponent; Rust's parser accepts the same set
+    // once `inf`/`nan` words (not reachable here) and underscores (removed by callers) are out.
+    if body.is_empty()
+        || !body
+            .bytes()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == b'.')
+    {
+        return None;
+    }
+    if !body
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return None;
+    }
+    let f: f64 = s.parse().ok()?;
+    if f.is_finite() { Some(f) } else { None }
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)` (underscores already removed).
+fn go_parse_int(s: &str) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'+') => (false, &s[1..]),
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    let u = go_parse_uint(body)?;
+    if neg {
+        if u <= (i64::MAX as u64) + 1 {
+            Some((u as i128).wrapping_neg() as i64)
+        } else {
+            None
+        }
+    } else if u <= i64::MAX as u64 {
+        Some(u as i64)
+    } else {
+        None
+    }
+}
+
+/// Go's `strconv.ParseUint(s, 0, 64)` (no sign allowed).
+fn go_parse_uint(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.is_empty() {
+        return None;
+    }
+    let (radix, digits) = if b[0] == b'0' && b.len() > 1 {
+        match b[1] {
+            b'x' | b'X' => (16, &s[2..]),
+            b'o' | b'O' => (8, &s[2..]),
+            b'b' | b'B' => (2, &s[2..]),
+            _ => (8, &s[1..]),
+        }
+    } else {
+        (10, s)
+    };
+    parse_unsigned_radix(digits, radix)
+}
+
+fn parse_unsigned_radix(digits: &str, radix: u32) -> Option<u64> {
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
+}
+
+/// Go's `strconv.ParseInt(s, radix, 64)`: an optional sign, then digits of that radix.
+fn parse_signed_radix(s: &str, radix: u32) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'+') => (false, &s[1..]),
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    let u = parse_unsigned_radix(body, radix)?;
+    if neg {
+        if u <= (i64::MAX as u64) + 1 {
+            Some((u as i128).wrapping_neg() as i64)
+        } else {
+            None
+        }
+    } else if u <= i64::MAX as u64 {
+        Some(u as i64)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(text: &str) -> Document {
+        Document {
+            text: text.as_bytes().to_vec(),
+            first_line: 1,
+        }
+    }
+
+    fn canon(text: &str) -> String {
+        let v = document_to_value(&doc(text)).unwrap().unwrap();
+        String::from_utf8(v.to_canonical()).unwrap()
+    }
+
+    fn err(text: &str) -> YamlError {
+        document_to_value(&doc(text)).unwrap_err()
+    }
+
+    fn split(text: &str) -> Result<Vec<(usize, String)>, SplitError> {
+        let mut s = DocumentSplitter::new(text.as_bytes(), 1);
+        let mut out = Vec::new();
+        while let Some(d) = s.next_document()? {
+            out.push((d.first_line, String::from_utf8(d.text).unwrap()));
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn yaml_1_1_booleans_and_nulls_resolve_like_go_yaml_v2() {
+        assert_eq!(
+            canon("a: yes\nb: No\nc: on\nd: OFF\ne: y\nf: N\ng: ~\nh:\ni: True\n"),
+            r#"{"a":true,"b":false,"c":true,"d":false,"e":true,"f":false,"g":null,"h":null,"i":true}"#
+        );
+    }
+
+    #[test]
+    fn quoted_and_block_scalars_stay_strings() {
+        assert_eq!(
+            canon("a: 'yes'\nb: \"1.0\"\nc: |\n  1\nd: >-\n  on\n"),
+            r#"{"a":"yes","b":"1.0","c":"1\n","d":"on"}"#
+        );
+    }
+
+    #[test]
+    fn integers_follow_go_parse_int_with_base_prefixes() {
+        assert_eq!(
+            canon("a: 0x1F\nb: 017\nc: 0o17\nd: 0b101\ne: 1_000\nf: -42\ng: +7\nh: 09\n"),
+            r#"{"a":31,"b":15,"c":15,"d":5,"e":1000,"f":-42,"g":7,"h":9}"#
+        );
+    }
+
+    #[test]
+    fn floats_go_through_float64_and_yaml_1_1_float_syntax() {
+        assert_eq!(
+            canon("a: 4.10\nb: 1.0\nc: .5\nd: 1e3\ne: 1.\nf: -0.0\ng: 12345678901234567890\n"),
+            r#"{"a":4.1,"b":1,"c":0.5,"d":1000,"e":1,"f":-0,"g":12345678901234567000}"#
+        );
+    }
+
+    #[test]
+    fn float_literal_text_is_kept_for_raw_readers() {
+        let v = document_to_value(&doc("v: 4.10\n")).unwrap().unwrap();
+        let mut raw = Vec::new();
+        v.write_raw(&mut raw);
+        assert_eq!(String::from_utf8(raw).unwrap(), r#"{"v":4.10}"#);
+    }
+
+    #[test]
+    fn things_that_are_not_numbers_stay_strings() {
+        assert_eq!(
+            canon("a: 1.2.3\nb: 2001-12-14\nc: 0xZZ\nd: 1e\ne: v1.0\nf: 1e400\ng: '-'\nh: +\n"),
+            r#"{"a":"1.2.3","b":"2001-12-14","c":"0xZZ","d":"1e","e":"v1.0","f":"1e400","g":"-","h":"+"}"#
+        );
+    }
+
+    #[test]
+    fn infinities_and_nan_are_rejected_like_go_json_marshal() {
+        assert!(err("a: .inf\n").message.contains("unsupported value: +Inf"));
+        assert!(err("a: .nan\n").message.contains("NaN"));
+        assert_eq!(err("x: 1\na: -.inf\n").line, 2);
+    }
+
+    #[test]
+    fn explicit_tags_force_or_check_the_type() {
+        assert_eq!(
+            canon("a: !!str 1.0\nb: !!float 1\nc: !!int \"12\"\nd: !!binary aGk=\ne: !custom 5\n"),
+            r#"{"a":"1.0","b":1,"c":12,"d":"hi","e":"5"}"#
+        );
+        assert!(
+            err("a: !!int abc\n")
+                .message
+                .contains("cannot decode !!str `abc` as a !!int")
+        );
+    }
+
+    #[test]
+    fn non_string_keys_are_stringified_like_sigs_yaml() {
+        assert_eq!(
+            canon("1: a\ntrue: b\n1.5: c\nyes: d\n0.1: e\n1000000.0: f\n"),
+            r#"{"0.1":"e","1":"a","1.5":"c","1e+06":"f","true":"d"}"#
+        );
+        assert!(err("~: a\n").message.contains("unsupported map key"));
+        assert!(err("18446744073709551615: a\n").message.contains("uint64"));
+        assert!(err("? [a]\n: b\n").message.contains("invalid map key"));
+    }
+
+    #[test]
+    fn merge_keys_follow_go_yaml_v2_precedence() {
+        let y = "base: &b {x: 1, w: 2}\nother: &o {w: 3, z: 4}\n\
+                 m1: {x: 0, <<: *b}\nm2: {<<: *b, x: 9}\nm3: {<<: [*b, *o]}\n";
+        assert_eq!(
+            canon(y),
+            r#"{"base":{"w":2,"x":1},"m1":{"w":2,"x":1},"m2":{"w":2,"x":9},"m3":{"w":2,"x":1,"z":4},"other":{"w":3,"z":4}}"#
+        );
+        // In YAML 1.1 a plain `y` is a boolean, also as a key.
+        assert_eq!(canon("y: 1\n"), r#"{"true":1}"#);
+        assert!(err("a: {<<: 1}\n").message.contains("map merge requires"));
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value() {
+        assert_eq!(canon("a: 1\na: 2\n"), r#"{"a":2}"#);
+    }
+
+    #[test]
+    fn empty_and_comment_only_documents_have_no_value() {
+        assert!(
+            document_to_value(&doc("# just a comment\n"))
+                .unwrap()
+                .is_none()
+        );
+        assert!(document_to_value(&doc("---\n")).unwrap().is_none());
+    }
+
+    #[test]
+    fn syntax_errors_report_the_absolute_line() {
+        let d = Document {
+            text: b"a: 1\nb: [1, 2\n".to_vec(),
+            first_line: 10,
+        };
+        let e = document_to_value(&d).unwrap_err();
+        assert!(e.line >= 10, "{e:?}");
+    }
+
+    #[test]
+    fn splitter_cuts_at_separator_lines_and_skips_empty_documents() {
+        let docs = split("---\na: 1\n---\n---\nb: 2\r\n--- # note\nc: 3").unwrap();
+        assert_eq!(
+            docs,
+            vec![
+                (1, "---\na: 1\n".to_string()),
+                (4, "---\nb: 2\n".to_string()),
+                (7, "c: 3\n".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn splitter_rejects_content_after_a_separator() {
+        match split("a: 1\n--- {b: 2}\n") {
+            Err(SplitError::Syntax(e)) => {
+                assert_eq!(e.line, 2);
+                assert_eq!(e.message, "invalid Yaml document separator: {b: 2}");
+            }
+            other => panic!("unexpected {:?}", other.map(|_| ())),
+        }
+    }
+}

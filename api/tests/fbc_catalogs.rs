@@ -1,0 +1,253 @@
+//! The real catalogs in `shared/data/catalogs` load and get the verdict their SOURCES.md predicts,
+//! and the served bytes match upstream's golden output.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use olm_api::fbc::{Checks, DeclarativeConfig, Meta, Report, validate, walk_metas_dir};
+
+/// `shared/data` sits beside the repository (`../shared`); a worktree may be nested deeper, so
+/// look upwards from the crate.
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|dir| dir.join("shared/data/catalogs"))
+        .find(|dir| dir.is_dir())
+        .expect("shared/data/catalogs not found above the crate")
+        .join(rel)
+}
+
+fn load(rel: &str) -> DeclarativeConfig {
+    DeclarativeConfig::load_dir(&data(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn verdict(cfg: &DeclarativeConfig) -> Report {
+    validate(cfg, &Checks::default())
+}
+
+fn counts(cfg: &DeclarativeConfig) -> (usize, usize, usize) {
+    (cfg.packages.len(), cfg.channels.len(), cfg.bundles.len())
+}
+
+fn messages(r: &Report) -> Vec<String> {
+    r.errors.iter().map(|f| f.message.clone()).collect()
+}
+
+#[test]
+fn catalogd_golden_catalog_canonicalizes_to_expected_all_json() {
+    let dir = data("upstream-operator-controller/catalogd/testdata/catalogs/test-catalog");
+    let mut served = Vec::new();
+    walk_metas_dir(&dir.join("catalog.yaml"), |m: Meta| {
+        served.extend_from_slice(&m.blob);
+        served.push(b'\n');
+        Ok(())
+    })
+    .unwrap();
+    let expected = std::fs::read(dir.join("expected_all.json")).unwrap();
+    assert_eq!(
+        String::from_utf8(served).unwrap(),
+        String::from_utf8(expected).unwrap()
+    );
+}
+
+#[test]
+fn catalogd_test_catalog_directory_with_its_expected_output_sees_the_package_twice() {
+    let cfg = load("upstream-operator-controller/catalogd/testdata/catalogs/test-catalog");
+    assert_eq!(counts(&cfg), (2, 2, 2));
+    let r = verdict(&cfg);
+    assert!(
+        messages(&r)
+            .iter()
+            .any(|m| m.starts_with("duplicate package \"prometheus\"")),
+        "{:?}",
+        r.errors
+    );
+    let alone = DeclarativeConfig::load_dir(&data(
+        "upstream-operator-controller/catalogd/testdata/catalogs/test-catalog/catalog.yaml",
+    ))
+    .unwrap();
+    assert!(verdict(&alone).is_valid());
+}
+
+#[test]
+fn certified_operators_v4_22_loads_and_is_valid() {
+    let cfg = load("certified-operators/catalogs/v4.22");
+    assert_eq!(counts(&cfg), (48, 138, 413));
+    let r = verdict(&cfg);
+    assert!(r.is_valid(), "{:#?}", r.errors);
+}
+
+#[test]
+fn community_operators_v4_22_loads_and_is_valid() {
+    let cfg = load("community-operators-prod/catalogs/v4.22");
+    assert_eq!(counts(&cfg), (29, 68, 666));
+    let r = verdict(&cfg);
+    assert!(r.is_valid(), "{:#?}", r.errors);
+}
+
+#[test]
+fn community_operators_v4_16_with_bundle_objects_loads_and_is_valid() {
+    let cfg = load("community-operators-prod/catalogs/v4.16");
+    assert_eq!(counts(&cfg), (18, 27, 221));
+    assert!(cfg.bundles.iter().all(|b| {
+        b.properties
+            .iter()
+            .any(|p| p.bundle_object().is_some_and(|o| o.is_ok()))
+    }));
+    let r = verdict(&cfg);
+    assert!(r.is_valid(), "{:#?}", r.errors);
+}
+
+#[test]
+fn derived_community_catalog_passes_channel_rules_and_only_fails_on_related_image_specs() {
+    let cfg = load("community-operators-prod-derived/catalog");
+    assert_eq!(counts(&cfg), (333, 630, 6250));
+    let r = verdict(&cfg);
+    // The derivation copied CSV related images verbatim: 14 `oci://…` references and one
+    // `…/draingo@` are not valid pull specs, which `opm validate` rejects.
+    assert_eq!(r.errors.len(), 15, "{:#?}", r.errors);
+    for f in &r.errors {
+        assert_eq!(f.object.schema, "olm.bundle");
+        assert!(
+            f.message.contains("invalid image pull spec"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.starts_with("relatedImages["), "{}", f.message);
+    }
+    // Three icons are not valid base64 and 31 skipRanges use a `v` prefix: warnings only.
+    let icons = r
+        .warnings
+        .iter()
+        .filter(|w| w.message.starts_with("icon.base64data"))
+        .count();
+    assert_eq!(icons, 3);
+}
+
+#[test]
+fn upstream_e2e_catalog_loads_but_fails_on_multi_head_channels() {
+    let cfg = load("upstream-operator-controller/testdata/images/catalogs/test-catalog/v1/configs");
+    assert_eq!(counts(&cfg), (7, 8, 12));
+    let r = verdict(&cfg);
+    assert_eq!(
+        messages(&r),
+        vec![
+            "multiple channel heads found in graph: test-operator.1.0.0, test-operator.1.0.2, test-operator.1.0.3",
+            "multiple channel heads found in graph: test-operator.1.0.4, test-operator.1.2.0",
+        ]
+    );
+    assert!(r.errors.iter().all(|f| f.object.package == "test"));
+}
+
+#[test]
+fn upstream_updated_and_older_fixture_catalogs_are_valid() {
+    for rel in [
+        "upstream-operator-controller/testdata/images/catalogs/test-catalog/v2/configs",
+        "upstream-operator-controller/testdata/catalogs/test-catalog-v1",
+        "upstream-operator-controller/testdata/catalogs/test-catalog-v2",
+        "upstream-operator-controller/testdata/catalogs/test-catalog",
+    ] {
+        let r = verdict(&load(rel));
+        assert!(r.is_valid(), "{rel}: {:#?}", r.errors);
+    }
+}
+
+#[test]
+fn operator_registry_fixture_catalogs_are_valid() {
+    for rel in [
+        "upstream-operator-registry/alpha/action/testdata/index-declcfgs/latest",
+        "upstream-operator-registry/alpha/action/testdata/index-declcfgs/old",
+        "upstream-operator-registry/alpha/action/testdata/index-declcfgs/exp-headsonly",
+        "upstream-operator-registry/alpha/action/testdata/index-declcfgs/exp-include-channel",
+        "upstream-operator-registry/alpha/action/testdata/index-declcfgs/exp-include-pkg",
+        "upstream-operator-registry/alpha/action/testdata/index-declcfgs/exp-latest",
+        "upstream-operator-registry/alpha/action/testdata/list-index",
+        "upstream-operator-registry/alpha/action/testdata/foo-index-v0.2.0-declcfg",
+        "upstream-operator-registry/fbc-dir/file-based-catalog",
+    ] {
+        let cfg = load(rel);
+        let r = verdict(&cfg);
+        assert!(r.is_valid(), "{rel}: {:#?}", r.errors);
+    }
+    let latest = load("upstream-operator-registry/alpha/action/testdata/index-declcfgs/latest");
+    assert_eq!(counts(&latest), (3, 4, 10));
+}
+
+#[test]
+fn legacy_prometheus_json_fails_modern_validation() {
+    let cfg = load("upstream-operator-registry/test/e2e/testdata/test-configs/prometheus");
+    assert_eq!(counts(&cfg), (1, 0, 1));
+    let r = verdict(&cfg);
+    assert_eq!(
+        messages(&r),
+        vec![
+            "package must contain at least one channel",
+            "default channel \"alpha\" not found in the package's channels",
+            "bundle not found in any channel entries",
+        ]
+    );
+    let at = r.errors[2].object.origin.as_ref().unwrap();
+    assert!(at.file.ends_with("prometheus/prometheus.json"));
+}
+
+#[test]
+fn walk_visits_files_in_lexical_order_and_matches_the_typed_load() {
+    let root = data("community-operators-prod/catalogs/v4.22");
+    let mut package_order = Vec::new();
+    let mut n = 0;
+    walk_metas_dir(&root, |m| {
+        n += 1;
+        if m.schema == "olm.package" {
+            package_order.push(m.name);
+        }
+        Ok(())
+    })
+    .unwrap();
+    let mut sorted = package_order.clone();
+    sorted.sort();
+    assert_eq!(package_order, sorted);
+    let cfg = load("community-operators-prod/catalogs/v4.22");
+    assert_eq!(
+        n,
+        cfg.packages.len() + cfg.channels.len() + cfg.bundles.len()
+    );
+}
+
+#[test]
+fn index_ignore_hides_expected_output_next_to_a_catalog() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = data("upstream-operator-controller/catalogd/testdata/catalogs/test-catalog");
+    for f in ["catalog.yaml", "expected_all.json"] {
+        std::fs::copy(src.join(f), tmp.path().join(f)).unwrap();
+    }
+    std::fs::write(tmp.path().join(".indexignore"), "/expected_all.json\n").unwrap();
+    let cfg = DeclarativeConfig::load_dir(tmp.path()).unwrap();
+    assert_eq!(counts(&cfg), (1, 1, 1));
+    assert!(verdict(&cfg).is_valid());
+}
+
+#[test]
+fn max_openshift_version_keeps_its_literal_from_a_json_catalog() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("c.json"),
+        r#"{"schema":"olm.bundle","name":"b","package":"p","properties":[{"type":"olm.maxOpenShiftVersion","value":4.10}]}"#,
+    )
+    .unwrap();
+    let cfg = DeclarativeConfig::load_dir(tmp.path()).unwrap();
+    assert_eq!(
+        cfg.bundles[0].properties[0].max_openshift_version(),
+        Some(olm_api::fbc::MaxOpenShiftVersion::Number("4.10"))
+    );
+    let mut served = Vec::new();
+    walk_metas_dir(tmp.path(), |m| {
+        served = m.blob;
+        Ok(())
+    })
+    .unwrap();
+    assert!(
+        String::from_utf8(served)
+            .unwrap()
+            .contains(r#""value":4.1}"#)
+    );
+}

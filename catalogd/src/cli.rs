@@ -1,0 +1,225 @@
+//! Command line of the `catalogd` binary.
+//!
+//! Input: parsed arguments. Output: an exit status, messages on stdout/stderr. Reads local files
+//! only (`validate`); no network.
+//!
+//! Exit status of every mode:
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | success (warnings may have been printed on stderr) |
+//! | 1 | the catalog cannot be loaded or is invalid; each problem is printed on stderr |
+//! | 2 | usage error: unknown flag, missing argument, catalog path missing or unreadable |
+//!
+//! Modes are subcommands of [`Command`]; adding one is a new variant plus a `match` arm in [`run_with`].
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use olm_api::fbc::{Checks, DeclarativeConfig, validate};
+
+/// Exit status for success.
+pub const EXIT_OK: u8 = 0;
+/// Exit status for an invalid or unloadable catalog.
+pub const EXIT_INVALID: u8 = 1;
+/// Exit status for a usage error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// catalogd: unpacks File-Based Catalog images and serves their content over HTTP.
+#[derive(Debug, Parser)]
+#[command(
+    name = "catalogd",
+    version,
+    subcommand_required = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to run.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load and validate a File-Based Catalog directory, as `opm validate` does.
+    ///
+    /// Every problem is reported with its file, line and object. Exit status: 0 valid (warnings
+    /// are printed on stderr), 1 invalid or unloadable, 2 usage error.
+    Validate(ValidateArgs),
+}
+
+/// Arguments of `catalogd validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The catalog directory (a single catalog file is accepted too).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// Runs the parsed command with the process's stdout and stderr.
+pub fn run(cli: Cli) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    ExitCode::from(run_with(cli, &mut out, &mut err))
+}
+
+/// Runs the parsed command, writing to the given streams; returns the exit status.
+pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match cli.command {
+        Command::Validate(args) => validate_catalog(&args.dir, &Checks::default(), out, err),
+    }
+}
+
+/// `catalogd validate DIR`: load, validate, report. Write failures on the streams are ignored
+/// (there is nowhere left to report them).
+pub fn validate_catalog(
+    dir: &Path,
+    checks: &Checks<'_>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    if let Err(e) = check_readable(dir) {
+        let _ = writeln!(err, "error: cannot read catalog {}: {e}", dir.display());
+        return EXIT_USAGE;
+    }
+    let cfg = match DeclarativeConfig::load_dir(dir) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            let _ = writeln!(err, "catalog {} could not be loaded", dir.display());
+            return EXIT_INVALID;
+        }
+    };
+    let report = validate(&cfg, checks);
+    for w in &report.warnings {
+        let _ = writeln!(err, "warning: {w}");
+    }
+    for e in &report.errors {
+        let _ = writeln!(err, "error: {e}");
+    }
+    let summary = format!(
+        "{} packages, {} channels, {} bundles, {} deprecations, {} other objects",
+        cfg.packages.len(),
+        cfg.channels.len(),
+        cfg.bundles.len(),
+        cfg.deprecations.len(),
+        cfg.others.len()
+    );
+    if report.is_valid() {
+        let _ = writeln!(
+            out,
+            "catalog {} is valid: {summary} ({} warnings)",
+            dir.display(),
+            report.warnings.len()
+        );
+        EXIT_OK
+    } else {
+        let _ = writeln!(
+            err,
+            "catalog {} is invalid: {} errors, {} warnings ({summary})",
+            dir.display(),
+            report.errors.len(),
+            report.warnings.len()
+        );
+        EXIT_INVALID
+    }
+}
+
+/// The catalog root must exist and be readable; problems below it are catalog errors instead.
+fn check_readable(dir: &Path) -> std::io::Result<()> {
+    let meta = std::fs::metadata(dir)?;
+    if meta.is_dir() {
+        std::fs::read_dir(dir).map(drop)
+    } else {
+        std::fs::File::open(dir).map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_validate(dir: &Path) -> (u8, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = validate_catalog(dir, &Checks::default(), &mut out, &mut err);
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_valid_catalog_exits_zero_with_a_summary() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("c.yaml"),
+            "schema: olm.package\nname: p\ndefaultChannel: s\n---\nschema: olm.channel\nname: s\npackage: p\nentries: [{name: p.v1}]\n---\nschema: olm.bundle\nname: p.v1\npackage: p\nimage: quay.io/p:v1\nproperties: [{type: olm.package, value: {packageName: p, version: 1.0.0}}]\n",
+        )
+        .unwrap();
+        let (code, out, err) = run_validate(tmp.path());
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(
+            out.contains("is valid: 1 packages, 1 channels, 1 bundles"),
+            "{out}"
+        );
+        assert_eq!(err, "");
+    }
+
+    #[test]
+    fn an_invalid_catalog_exits_one_naming_file_line_and_object() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("c.yaml"),
+            "schema: olm.package\nname: p\ndefaultChannel: s\n---\nschema: olm.channel\nname: s\npackage: p\nentries: [{name: a}, {name: b}]\n",
+        )
+        .unwrap();
+        let (code, out, err) = run_validate(tmp.path());
+        assert_eq!(code, EXIT_INVALID);
+        assert_eq!(out, "");
+        let file = tmp.path().join("c.yaml");
+        assert!(
+            err.contains(&format!(
+                "error: {}:5:1: olm.channel \"s\" (package \"p\"): multiple channel heads found in graph: a, b",
+                file.display()
+            )),
+            "{err}"
+        );
+        assert!(err.contains("is invalid: 2 errors"), "{err}");
+    }
+
+    #[test]
+    fn an_unparsable_file_exits_one_with_its_position() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("c.json"),
+            "{\"schema\":\"olm.package\",\n\"name\": }\n",
+        )
+        .unwrap();
+        let (code, _, err) = run_validate(tmp.path());
+        assert_eq!(code, EXIT_INVALID);
+        assert!(err.contains("c.json:2:"), "{err}");
+        assert!(err.contains("could not be loaded"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_catalog_path_is_a_usage_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (code, _, err) = run_validate(&tmp.path().join("nope"));
+        assert_eq!(code, EXIT_USAGE);
+        assert!(err.starts_with("error: cannot read catalog"), "{err}");
+    }
+
+    #[test]
+    fn clap_rejects_unknown_flags_and_missing_arguments() {
+        assert!(Cli::try_parse_from(["catalogd", "validate"]).is_err());
+        assert!(Cli::try_parse_from(["catalogd", "validate", "d", "--bogus"]).is_err());
+        assert!(Cli::try_parse_from(["catalogd"]).is_err());
+        let cli = Cli::try_parse_from(["catalogd", "validate", "some/dir"]).unwrap();
+        assert!(
+            matches!(cli.command, Command::Validate(ValidateArgs { ref dir }) if dir == Path::new("some/dir"))
+        );
+    }
+}
