@@ -59,8 +59,8 @@ impl Report {
     }
 }
 
-/// Parsers that belong to the version module, passed in so validation does not depend on it.
-/// Each returns `Err(reason)` for text it rejects.
+/// The version parsers validation uses; a seam so tests can swap one. Each returns `Err(reason)`
+/// for text it rejects. [`Checks::default`] uses [`crate::version`].
 pub struct Checks<'a> {
     /// A channel entry's `skipRange` (blang range dialect).
     pub skip_range: &'a dyn Fn(&str) -> Result<(), String>,
@@ -71,20 +71,26 @@ pub struct Checks<'a> {
 }
 
 impl Default for Checks<'static> {
-    /// Stand-ins built on the `semver` crate; the full blang range parser of `crate::version`
-    /// replaces `skip_range` where both are available.
+    /// The parsers of [`crate::version`]: blang ranges and versions, and bundle releases.
     fn default() -> Self {
         Checks {
-            skip_range: &basic_skip_range,
-            version: &strict_version,
+            skip_range: &blang_skip_range,
+            version: &blang_version,
             release: &release_identifiers,
         }
     }
 }
 
-/// Strict semantic version (no `v` prefix, no leading zeros).
-pub fn strict_version(v: &str) -> Result<(), String> {
-    semver::Version::parse(v)
+/// A `skipRange` in the blang dialect upstream resolves with.
+pub fn blang_skip_range(r: &str) -> Result<(), String> {
+    crate::version::blang::Range::parse(r)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// A bundle version as blang `Parse` accepts it (strict semver).
+pub fn blang_version(v: &str) -> Result<(), String> {
+    crate::version::blang::parse_version(v)
         .map(drop)
         .map_err(|e| e.to_string())
 }
@@ -96,39 +102,9 @@ pub fn release_identifiers(r: &str) -> Result<(), String> {
             "invalid release {r:?}: exceeds maximum length of 20 characters"
         ));
     }
-    semver::Prerelease::new(r)
+    crate::version::release::Release::parse(r)
         .map(drop)
         .map_err(|e| format!("invalid release {r:?}: {e}"))
-}
-
-/// A stand-in for the blang range parser (replaced by `crate::version`'s when wired): `||`-separated
-/// groups of space-separated comparisons `[op]major.minor.patch`, where an operator may be followed
-/// by spaces and a component may be a wildcard (`x`, `X`, `*`). A `v` prefix is rejected, as blang
-/// does.
-pub fn basic_skip_range(r: &str) -> Result<(), String> {
-    for group in r.split("||") {
-        // Glue operators to their version (`>= 1.0.0` is `>=1.0.0`).
-        let mut terms: Vec<String> = Vec::new();
-        for word in group.split_whitespace() {
-            match terms.last_mut() {
-                Some(last) if last.ends_with(['>', '<', '=']) => last.push_str(word),
-                _ => terms.push(word.to_owned()),
-            }
-        }
-        if terms.is_empty() {
-            return Err(format!("empty range group in {r:?}"));
-        }
-        for term in &terms {
-            let v = term.trim_start_matches(['>', '<', '=', '!']);
-            let concrete: Vec<&str> = v
-                .split('.')
-                .map(|c| if matches!(c, "x" | "X" | "*") { "0" } else { c })
-                .collect();
-            semver::Version::parse(&concrete.join("."))
-                .map_err(|e| format!("could not parse {term:?}: {e}"))?;
-        }
-    }
-    Ok(())
 }
 
 /// A lowercase RFC 1123 label.
