@@ -1,7 +1,7 @@
 //! Command line of the `catalogd` binary.
 //!
-//! Input: parsed arguments. Output: an exit status, messages on stdout/stderr. Reads local files
-//! only (`validate`); no network.
+//! Input: parsed arguments. Output: an exit status, messages on stdout/stderr. `validate` reads
+//! local files only; `serve` also listens on the given address.
 //!
 //! Exit status of every mode:
 //!
@@ -48,6 +48,31 @@ pub enum Command {
     /// Every problem is reported with its file, line and object. Exit status: 0 valid (warnings
     /// are printed on stderr), 1 invalid or unloadable, 2 usage error.
     Validate(ValidateArgs),
+    /// Serve a local File-Based Catalog directory over HTTP exactly as a ClusterCatalog is served.
+    ///
+    /// The content is at `/catalogs/NAME/api/v1/all` and `/catalogs/NAME/api/v1/metas`, with
+    /// `/healthz`, `/readyz` and `/metrics` beside it. Runs until interrupted.
+    Serve(ServeArgs),
+}
+
+/// Arguments of `catalogd serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The catalog directory (a single catalog file is accepted too).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The catalog name in URLs; defaults to the directory's name.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Address to listen on; port 0 picks a free port (printed on start).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// Serve HTTPS with this PEM certificate (reloaded when the file changes).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// Arguments of `catalogd validate`.
@@ -69,6 +94,19 @@ pub fn run(cli: Cli) -> ExitCode {
 pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match cli.command {
         Command::Validate(args) => validate_catalog(&args.dir, &Checks::default(), out, err),
+        Command::Serve(args) => {
+            let tls = match (args.tls_cert, args.tls_key) {
+                (Some(cert), Some(key)) => Some(crate::server::TlsFiles { cert, key }),
+                _ => None,
+            };
+            let opts = crate::serve::ServeOptions {
+                dir: args.dir,
+                name: args.name,
+                listen: args.listen,
+                tls,
+            };
+            crate::serve::run(opts, err)
+        }
     }
 }
 

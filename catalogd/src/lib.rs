@@ -2,6 +2,8 @@
 
 pub mod cli;
 pub mod http;
+pub mod ingest;
 pub mod metrics;
+pub mod serve;
 pub mod server;
 pub mod storage;

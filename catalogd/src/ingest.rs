@@ -1,0 +1,99 @@
+//! Turns a File-Based Catalog directory into stored, servable content.
+//!
+//! Input: an FBC directory (from an unpacked image or a local path) and the digest identifying it.
+//! Output: the live [`StoredCatalog`]. Reads the directory and writes the storage root; blocking,
+//! so async callers run it on a blocking thread.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use olm_api::fbc::{WalkError, walk_metas_dir};
+
+use crate::storage::{Storage, StorageError, StoredCatalog};
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("failed to read catalog content: {0}")]
+    Walk(WalkError),
+    #[error("failed to store catalog content: {0}")]
+    Storage(#[from] StorageError),
+}
+
+/// Stores the FBC under `dir` as `catalog`'s content from source `digest`. When that digest is
+/// already live nothing is read or written and the existing content is returned.
+pub fn ingest_dir(
+    storage: &Storage,
+    catalog: &str,
+    digest: &str,
+    dir: &Path,
+) -> Result<Arc<StoredCatalog>, IngestError> {
+    let Some(mut writer) = storage.begin(catalog, digest)? else {
+        return match storage.get(catalog)? {
+            Some(stored) => Ok(stored),
+            // Deleted between the two calls: store it after all.
+            None => ingest_dir(storage, catalog, digest, dir),
+        };
+    };
+    let walked = walk_metas_dir(dir, |meta| {
+        writer
+            .push(&meta.schema, &meta.package, &meta.name, &meta.blob)
+            .map_err(WalkError::callback)
+    });
+    match walked {
+        Ok(()) => Ok(writer.commit()?),
+        Err(e) => Err(IngestError::Walk(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_is_stored_as_canonical_json_lines() {
+        let src = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            src.path().join("catalog.yaml"),
+            "schema: olm.package\nname: foo\ndefaultChannel: stable\n---\nschema: olm.channel\npackage: foo\nname: stable\nentries:\n- name: foo.v1.0.0\n",
+        )
+        .expect("write");
+        let root = tempfile::tempdir().expect("tempdir");
+        let storage = Storage::open(root.path()).expect("storage");
+        let stored = ingest_dir(&storage, "cat", "dir:1", src.path()).expect("ingest");
+        let mut buf = vec![0; stored.len() as usize];
+        stored.read_jsonl_at(&mut buf, 0).expect("read");
+        assert_eq!(
+            String::from_utf8(buf).expect("utf8"),
+            "{\"defaultChannel\":\"stable\",\"name\":\"foo\",\"schema\":\"olm.package\"}\n\
+             {\"entries\":[{\"name\":\"foo.v1.0.0\"}],\"name\":\"stable\",\"package\":\"foo\",\"schema\":\"olm.channel\"}\n"
+        );
+        // The same digest again is a no-op returning the same content.
+        let again = ingest_dir(&storage, "cat", "dir:1", src.path()).expect("ingest");
+        assert!(Arc::ptr_eq(&stored, &again));
+    }
+
+    #[test]
+    fn a_broken_catalog_names_the_file_and_keeps_the_previous_content() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let storage = Storage::open(root.path()).expect("storage");
+        let good = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            good.path().join("c.json"),
+            r#"{"schema":"olm.package","name":"a"}"#,
+        )
+        .expect("write");
+        ingest_dir(&storage, "cat", "d1", good.path()).expect("ingest");
+        let bad = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            bad.path().join("broken.json"),
+            r#"{"schema":"olm.package","name":"#,
+        )
+        .expect("write");
+        let err = ingest_dir(&storage, "cat", "d2", bad.path()).expect_err("broken");
+        assert!(err.to_string().contains("broken.json"), "{err}");
+        assert_eq!(
+            storage.get("cat").expect("get").expect("live").digest(),
+            "d1"
+        );
+    }
+}

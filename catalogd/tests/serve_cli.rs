@@ -1,0 +1,144 @@
+//! `catalogd serve` as a process: real socket, real signals.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+fn shared_data() -> PathBuf {
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    loop {
+        let candidate = dir.join("shared/data");
+        if candidate.is_dir() {
+            return candidate;
+        }
+        assert!(
+            dir.pop(),
+            "shared/data not found above {}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+    }
+}
+
+/// Starts `catalogd serve` on a free port and returns the child and its base URL.
+fn serve(dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_catalogd"))
+        .arg("serve")
+        .arg("--dir")
+        .arg(dir)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches("/api/v1/all")
+        .to_string();
+    (child, url)
+}
+
+fn terminate(mut child: Child) -> std::process::ExitStatus {
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child.wait().unwrap()
+}
+
+#[tokio::test]
+async fn serve_answers_with_upstreams_exact_bytes_and_stops_cleanly_on_sigterm() {
+    let fixture = shared_data()
+        .join("catalogs/upstream-operator-controller/catalogd/testdata/catalogs/test-catalog");
+    let expected = std::fs::read_to_string(fixture.join("expected_all.json")).unwrap();
+    // Serve only the catalog file: the directory also holds the expected output.
+    let (child, base) = serve(&fixture.join("catalog.yaml"), &["--name", "test-catalog"]);
+    assert!(base.ends_with("/catalogs/test-catalog"), "{base}");
+
+    let resp = reqwest::get(format!("{base}/api/v1/all")).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "application/jsonl");
+    assert_eq!(resp.text().await.unwrap(), expected);
+
+    let metas = reqwest::get(format!("{base}/api/v1/metas?schema=olm.package"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(metas.lines().count(), 1);
+    assert!(
+        expected.starts_with(&metas) || expected.contains(&metas),
+        "{metas}"
+    );
+
+    let root = base.trim_end_matches("/catalogs/test-catalog");
+    assert_eq!(
+        reqwest::get(format!("{root}/healthz"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let metrics = reqwest::get(format!("{root}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("catalogd_http_request_duration_seconds_count{code=\"200\"}"),
+        "{metrics}"
+    );
+
+    let status = terminate(child);
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn serve_rejects_a_missing_directory_as_a_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_catalogd"))
+        .args([
+            "serve",
+            "--dir",
+            "/nonexistent/catalog",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot read catalog /nonexistent/catalog"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_reports_a_broken_catalog_with_its_file_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let cat = dir.path().join("broken");
+    std::fs::create_dir(&cat).unwrap();
+    std::fs::write(
+        cat.join("index.json"),
+        "{\"schema\": \"olm.package\", \"name\": ",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_catalogd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(&cat)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("index.json"), "{stderr}");
+}
