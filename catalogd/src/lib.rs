@@ -7,3 +7,6 @@ pub mod metrics;
 pub mod serve;
 pub mod server;
 pub mod storage;
+pub mod leader;
+pub mod controller;
+pub mod run;
