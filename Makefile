@@ -16,7 +16,7 @@ all: build
 help:
 	@echo "make run        start a local control plane, registry, sample catalog, catalogd and operator-controller"
 	@echo "make test       formatting, lints, CRD drift, unit, conformance and end-to-end tests"
-	@echo "make manifests  regenerate config/crd from the Rust types"
+	@echo "make manifests  regenerate config/crd and config/openshift from the Rust types"
 	@echo "make bench      benchmarks (see docs/PERFORMANCE.md)"
 
 build:
@@ -34,10 +34,10 @@ clippy:
 lint: fmt-check clippy
 
 manifests:
-	cargo run -q -p olm-api --bin crdgen -- config/crd
+	cargo run -q -p olm-api --bin crdgen -- --openshift-dir config/openshift config/crd
 
 manifests-check:
-	cargo run -q -p olm-api --bin crdgen -- --check config/crd
+	cargo run -q -p olm-api --bin crdgen -- --check --openshift-dir config/openshift config/crd
 
 tools:
 	hack/ensure-tools.sh $(TOOLS_ENV)
