@@ -58,6 +58,9 @@ const TAIL_LINES: usize = 30;
 /// How long a stopping component gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(50);
+/// Upper bound for one readiness probe, so a component that accepts a connection and then stalls
+/// cannot stall start-up past its timeout.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Which components run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -207,9 +210,11 @@ impl Builder {
         let mut work = WorkDir::create().map_err(ControlPlaneError::WorkDir)?;
         let layout = Layout::new(work.path());
         let mut processes = Vec::new();
-        match self.start_in(&layout, &bins, &mut processes).await {
+        let mut timings = Vec::new();
+        match self.start_in(&layout, &bins, &mut processes, &mut timings).await {
             Ok((server_url, pki)) => Ok(ControlPlane {
                 processes,
+                timings,
                 kubeconfig: layout.kubeconfig(),
                 work,
                 layout,
@@ -232,7 +237,13 @@ impl Builder {
         layout: &Layout,
         bins: &Binaries,
         processes: &mut Vec<Supervised>,
+        timings: &mut Vec<(&'static str, Duration)>,
     ) -> Result<(String, Pki), ControlPlaneError> {
+        let mut phase = Instant::now();
+        let mut lap = |name: &'static str| {
+            timings.push((name, phase.elapsed()));
+            phase = Instant::now();
+        };
         for dir in [
             layout.root().join("pki"),
             layout.logs(),
@@ -259,15 +270,19 @@ impl Builder {
             &pki.service_account_public_pem,
             false,
         )?;
+        lap("certificates");
 
         let etcd_port = self.start_etcd(layout, &bins.etcd, processes).await?;
+        lap("etcd /health");
         let server_url = self
             .start_apiserver(layout, &bins.apiserver, etcd_port, &pki, processes)
             .await?;
+        lap("kube-apiserver /readyz");
         let client = client_from_kubeconfig_file(&layout.kubeconfig(), &server_url).await?;
 
         if !self.crd_dirs.is_empty() {
             crds::install(&client, &self.crd_dirs, self.startup_timeout).await?;
+            lap("CRDs established");
         }
 
         if let Some([kcm, scheduler, kwok]) = &bins.full {
@@ -321,6 +336,7 @@ impl Builder {
                 },
             )
             .await?;
+            lap("controllers, scheduler, kwok Node Ready");
         }
         Ok((server_url, pki))
     }
@@ -442,6 +458,7 @@ const KWOK_CONFIG: &str =
 pub struct ControlPlane {
     // Declared before `work` so the processes are gone before their directory is removed.
     processes: Vec<Supervised>,
+    timings: Vec<(&'static str, Duration)>,
     work: WorkDir,
     layout: Layout,
     kubeconfig: PathBuf,
@@ -511,6 +528,20 @@ impl ControlPlane {
     /// The fake Node's name in [`Tier::Full`].
     pub fn node_name(&self) -> Option<&str> {
         (self.tier == Tier::Full).then_some(NODE_NAME)
+    }
+
+    /// How long each start-up phase took, in order.
+    pub fn startup_timings(&self) -> &[(&'static str, Duration)] {
+        &self.timings
+    }
+
+    /// [`Self::startup_timings`] as one line, e.g. `etcd /health 0.4s, kube-apiserver /readyz 2.1s`.
+    pub fn startup_summary(&self) -> String {
+        self.timings
+            .iter()
+            .map(|(name, d)| format!("{name} {:.1}s", d.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The running components in start order.
@@ -695,9 +726,10 @@ where
                 });
             }
         }
-        let last_check = match check().await {
-            Ok(()) => return Ok(()),
-            Err(e) => e,
+        let last_check = match tokio::time::timeout(PROBE_TIMEOUT, check()).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => e,
+            Err(_) => format!("no answer within {PROBE_TIMEOUT:?}"),
         };
         if start.elapsed() >= timeout {
             let owner = processes.iter().find(|p| p.name() == owner);

@@ -82,6 +82,7 @@ async fn start_control_plane(env: &mut DevEnv, opts: &Options) -> Result<(), Dev
         ]
         .map(String::from),
     );
+    println!("olm-dev-env: control plane start-up: {}", cp.startup_summary());
     println!(
         "olm-dev-env: components: {}; logs in {}",
         cp.components()

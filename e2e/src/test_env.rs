@@ -18,6 +18,9 @@ use crate::control_plane::{ControlPlane, ControlPlaneError, Tier};
 pub const TIER_ENV: &str = "OLM_TEST_TIER";
 
 /// Everything an end-to-end test talks to.
+///
+/// A new component is one field here and one line in [`TestEnv::start`], e.g.
+/// `registry: Registry::start().await.map_err(TestEnvError::component("registry"))?,`.
 #[derive(Debug)]
 pub struct TestEnv {
     pub control_plane: ControlPlane,
@@ -56,8 +59,9 @@ impl TestEnvError {
 impl TestEnv {
     /// Starts every component.
     pub async fn start(tier: Tier) -> Result<TestEnv, TestEnvError> {
-        let control_plane = ControlPlane::builder().tier(tier).start().await?;
-        Ok(TestEnv { control_plane })
+        Ok(TestEnv {
+            control_plane: ControlPlane::builder().tier(tier).start().await?,
+        })
     }
 
     /// The tier named by `OLM_TEST_TIER` (default [`Tier::Full`]).
@@ -104,9 +108,10 @@ pub async fn shared() -> &'static TestEnv {
                 Err(e) => return Err(e.to_string()),
             };
             eprintln!(
-                "olm-e2e: test environment ({:?}) ready in {:.1}s; KUBECONFIG={}",
+                "olm-e2e: test environment ({:?}) ready in {:.1}s ({}); KUBECONFIG={}",
                 env.control_plane.tier(),
                 started.elapsed().as_secs_f64(),
+                env.control_plane.startup_summary(),
                 env.kubeconfig_path().display()
             );
             Ok(env)
