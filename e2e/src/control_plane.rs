@@ -211,7 +211,10 @@ impl Builder {
         let layout = Layout::new(work.path());
         let mut processes = Vec::new();
         let mut timings = Vec::new();
-        match self.start_in(&layout, &bins, &mut processes, &mut timings).await {
+        match self
+            .start_in(&layout, &bins, &mut processes, &mut timings)
+            .await
+        {
             Ok((server_url, pki)) => Ok(ControlPlane {
                 processes,
                 timings,

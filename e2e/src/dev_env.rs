@@ -82,7 +82,10 @@ async fn start_control_plane(env: &mut DevEnv, opts: &Options) -> Result<(), Dev
         ]
         .map(String::from),
     );
-    println!("olm-dev-env: control plane start-up: {}", cp.startup_summary());
+    println!(
+        "olm-dev-env: control plane start-up: {}",
+        cp.startup_summary()
+    );
     println!(
         "olm-dev-env: components: {}; logs in {}",
         cp.components()
@@ -106,19 +109,34 @@ impl DevEnv {
 }
 
 /// Runs every step, prints how to use the environment, waits for Ctrl-C or SIGTERM, tears down.
+/// A signal during start-up stops what was started so far.
 pub async fn run(opts: Options) -> Result<(), DevEnvError> {
+    // Listen before starting anything, so no signal is missed (or left to its default action).
+    let mut shutdown = ShutdownSignals::listen()?;
     let mut env = DevEnv::default();
     let started = Instant::now();
     for (name, step) in STEPS {
         let step_started = Instant::now();
-        if let Err(e) = step(&mut env, &opts).await {
-            env.stop().await;
-            return Err(e);
+        let outcome = tokio::select! {
+            result = step(&mut env, &opts) => Some(result),
+            () = shutdown.recv() => None,
+        };
+        match outcome {
+            Some(Ok(())) => println!(
+                "olm-dev-env: {name} ready in {:.1}s",
+                step_started.elapsed().as_secs_f64()
+            ),
+            Some(Err(e)) => {
+                env.stop().await;
+                return Err(e);
+            }
+            None => {
+                println!("olm-dev-env: interrupted while starting the {name}; stopping");
+                env.stop().await;
+                println!("olm-dev-env: stopped");
+                return Ok(());
+            }
         }
-        println!(
-            "olm-dev-env: {name} ready in {:.1}s",
-            step_started.elapsed().as_secs_f64()
-        );
     }
     println!(
         "olm-dev-env: ready in {:.1}s. In another shell:\n",
@@ -131,18 +149,32 @@ pub async fn run(opts: Options) -> Result<(), DevEnvError> {
         println!("  {line}");
     }
     println!("\nolm-dev-env: press Ctrl-C to stop");
-    let signal = wait_for_shutdown_signal().await;
+    shutdown.recv().await;
     println!("olm-dev-env: stopping");
     env.stop().await;
     println!("olm-dev-env: stopped");
-    signal
+    Ok(())
 }
 
-async fn wait_for_shutdown_signal() -> Result<(), DevEnvError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(DevEnvError::Signal)?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.map_err(DevEnvError::Signal),
-        _ = term.recv() => Ok(()),
+/// SIGINT and SIGTERM, registered up front.
+struct ShutdownSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    fn listen() -> Result<ShutdownSignals, DevEnvError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(ShutdownSignals {
+            interrupt: signal(SignalKind::interrupt()).map_err(DevEnvError::Signal)?,
+            terminate: signal(SignalKind::terminate()).map_err(DevEnvError::Signal)?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
     }
 }
