@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::control_plane::{ControlPlane, ControlPlaneError, Tier};
+use crate::registry::Registry;
 
 /// Environment variable choosing the shared environment's tier: `full` (the default) or
 /// `apiserver` (etcd and kube-apiserver only; faster, but Deployments never become Available
@@ -19,11 +20,12 @@ pub const TIER_ENV: &str = "OLM_TEST_TIER";
 
 /// Everything an end-to-end test talks to.
 ///
-/// A new component is one field here and one line in [`TestEnv::start`], e.g.
-/// `registry: Registry::start().await.map_err(TestEnvError::component("registry"))?,`.
+/// A new component is one field here and one line in [`TestEnv::start`].
 #[derive(Debug)]
 pub struct TestEnv {
     pub control_plane: ControlPlane,
+    /// An OCI registry on loopback (plain HTTP) for catalog and bundle images.
+    pub registry: Registry,
 }
 
 /// Failure to start the environment.
@@ -61,6 +63,9 @@ impl TestEnv {
     pub async fn start(tier: Tier) -> Result<TestEnv, TestEnvError> {
         Ok(TestEnv {
             control_plane: ControlPlane::builder().tier(tier).start().await?,
+            registry: Registry::start()
+                .await
+                .map_err(TestEnvError::component("registry"))?,
         })
     }
 
@@ -86,6 +91,7 @@ impl TestEnv {
 
     /// Stops every component and removes scratch files.
     pub async fn stop(self) {
+        self.registry.stop().await;
         self.control_plane.stop().await;
     }
 }
