@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub gc_interval: Duration,
     pub poll_unit: Duration,
     pub identity: String,
+    /// Only ClusterCatalogs matching this label selector are managed.
+    pub label_selector: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -168,7 +170,12 @@ pub async fn run(opts: RunOptions, shutdown: impl std::future::Future<Output = (
     }
     ready.store(true, Ordering::Release);
 
-    let mut background = vec![tokio::spawn(gc::run(ctx.clone(), opts.gc_interval, stopped()))];
+    let mut background = vec![tokio::spawn(gc::run(
+        ctx.clone(),
+        opts.label_selector.clone(),
+        opts.gc_interval,
+        stopped(),
+    ))];
     if let Some(secret) = opts.global_pull_secret.clone() {
         let (ctx, base) = (ctx.clone(), puller_config.clone());
         background.push(tokio::spawn(pull_secret::watch(ctx, secret, base)));
@@ -179,7 +186,11 @@ pub async fn run(opts: RunOptions, shutdown: impl std::future::Future<Output = (
         rx.changed().await.ok().map(|()| ((), rx))
     });
     let api: Api<ClusterCatalog> = Api::all(client);
-    let controller = Controller::new(api, watcher::Config::default())
+    let mut watch_config = watcher::Config::default();
+    if let Some(selector) = &opts.label_selector {
+        watch_config = watch_config.labels(selector);
+    }
+    let controller = Controller::new(api, watch_config)
         .reconcile_all_on(leadership_changes)
         .graceful_shutdown_on(stopped())
         .run(reconcile, error_policy, ctx)

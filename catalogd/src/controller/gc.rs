@@ -19,10 +19,14 @@ pub fn orphans(existing: &BTreeSet<String>, local: &[String]) -> Vec<String> {
 }
 
 /// One sweep; returns how many catalogs' content was removed.
-pub async fn sweep(ctx: &Context) -> Result<usize, kube::Error> {
+pub async fn sweep(ctx: &Context, label_selector: Option<&str>) -> Result<usize, kube::Error> {
     let api: Api<ClusterCatalog> = Api::all(ctx.client.clone());
+    let mut params = ListParams::default();
+    if let Some(selector) = label_selector {
+        params = params.labels(selector);
+    }
     let existing: BTreeSet<String> = api
-        .list_metadata(&ListParams::default())
+        .list_metadata(&params)
         .await?
         .items
         .into_iter()
@@ -50,10 +54,15 @@ pub async fn sweep(ctx: &Context) -> Result<usize, kube::Error> {
 }
 
 /// Sweeps at start-up and then every `interval` until `shutdown`.
-pub async fn run(ctx: Arc<Context>, interval: Duration, shutdown: impl std::future::Future<Output = ()>) {
+pub async fn run(
+    ctx: Arc<Context>,
+    label_selector: Option<String>,
+    interval: Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     loop {
-        if let Err(e) = sweep(&ctx).await {
+        if let Err(e) = sweep(&ctx, label_selector.as_deref()).await {
             tracing::warn!(error = %e, "garbage collection failed; retrying at the next interval");
         }
         tokio::select! {
