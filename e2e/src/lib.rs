@@ -7,8 +7,8 @@
 
 pub mod assets;
 pub mod control_plane;
-pub mod images;
 pub mod dev_env;
+pub mod images;
 pub mod process;
 pub mod registry;
 pub mod sockets;
