@@ -71,7 +71,11 @@ pub struct RunArgs {
     pub catalogs_server_addr: std::net::SocketAddr,
     /// Host (and optional port) clients use to reach the catalog server; `status.urls.base` is
     /// `<http|https>://<external-address>/catalogs/<name>`.
-    #[arg(long, value_name = "HOST[:PORT]", default_value = "catalogd-service.olmv1-system.svc")]
+    #[arg(
+        long,
+        value_name = "HOST[:PORT]",
+        default_value = "catalogd-service.olmv1-system.svc"
+    )]
     pub external_address: String,
     /// Directory for unpacked images and stored catalogs; kept across restarts.
     #[arg(long, value_name = "DIR", default_value = "/var/cache/catalogd")]
@@ -121,7 +125,9 @@ pub struct RunArgs {
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, unit) = s.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}"))?;
     let secs = |m: u64| std::time::Duration::from_secs(n.saturating_mul(m));
     match unit {
         "ms" => Ok(std::time::Duration::from_millis(n)),
@@ -170,8 +176,9 @@ pub struct ValidateArgs {
 
 /// Runs the parsed command with the process's stdout and stderr.
 pub fn run(cli: Cli) -> ExitCode {
-    let mut out = std::io::stdout().lock();
-    let mut err = std::io::stderr().lock();
+    // Unlocked handles: long-running modes log from other threads through the same stderr.
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
     ExitCode::from(run_with(cli, &mut out, &mut err))
 }
 
@@ -219,7 +226,11 @@ fn run_controller(args: RunArgs, err: &mut dyn Write) -> u8 {
         .unwrap_or_else(|| "olmv1-system".to_string());
     let identity = std::env::var("POD_NAME")
         .ok()
-        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string()))
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
         .map(|h| format!("{h}_{:08x}", rand::random::<u32>()))
         .unwrap_or_else(|| format!("catalogd_{:08x}", rand::random::<u32>()));
     let opts = crate::run::RunOptions {
@@ -260,8 +271,14 @@ fn run_controller(args: RunArgs, err: &mut dyn Write) -> u8 {
 pub fn init_logging(format: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = if format == "json" { builder.json().try_init() } else { builder.try_init() };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if format == "json" {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 /// `catalogd validate DIR`: load, validate, report. Write failures on the streams are ignored

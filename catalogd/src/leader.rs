@@ -104,7 +104,11 @@ struct RecordKey {
 
 fn key(lease: &Lease) -> RecordKey {
     let spec = lease.spec.clone().unwrap_or_default();
-    RecordKey { holder: spec.holder_identity, renew: spec.renew_time, transitions: spec.lease_transitions }
+    RecordKey {
+        holder: spec.holder_identity,
+        renew: spec.renew_time,
+        transitions: spec.lease_transitions,
+    }
 }
 
 fn now_micro() -> MicroTime {
@@ -134,7 +138,10 @@ impl Elector {
         let duration_secs = i32::try_from(self.timing.lease_duration.as_secs()).unwrap_or(i32::MAX);
         let Some(mut lease) = self.api.get_opt(&self.name).await? else {
             let lease = Lease {
-                metadata: ObjectMeta { name: Some(self.name.clone()), ..ObjectMeta::default() },
+                metadata: ObjectMeta {
+                    name: Some(self.name.clone()),
+                    ..ObjectMeta::default()
+                },
                 spec: Some(LeaseSpec {
                     holder_identity: Some(self.identity.clone()),
                     lease_duration_seconds: Some(duration_secs),
@@ -174,7 +181,11 @@ impl Elector {
         spec.renew_time = Some(now_micro());
         spec.lease_duration_seconds = Some(duration_secs);
         // `replace` carries the resourceVersion we read: a concurrent change makes it fail (409).
-        match self.api.replace(&self.name, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
             Ok(updated) => {
                 self.observed = Some((key(&updated), Instant::now()));
                 Ok(true)
@@ -186,7 +197,9 @@ impl Elector {
 
     /// Gives the Lease up so the next replica does not wait for it to expire.
     async fn release(&mut self) {
-        let Ok(Some(mut lease)) = self.api.get_opt(&self.name).await else { return };
+        let Ok(Some(mut lease)) = self.api.get_opt(&self.name).await else {
+            return;
+        };
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
             return;
@@ -194,7 +207,11 @@ impl Elector {
         spec.holder_identity = None;
         spec.lease_duration_seconds = Some(1);
         spec.renew_time = Some(now_micro());
-        if let Err(e) = self.api.replace(&self.name, &PostParams::default(), &lease).await {
+        if let Err(e) = self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
             tracing::warn!(lease = %self.name, error = %e, "failed to release the leader lease");
         }
     }

@@ -17,9 +17,9 @@ use olm_api::v1::ClusterCatalog;
 use olm_image::{Puller, PullerConfig};
 use tokio::sync::watch;
 
+use crate::controller::gc;
 use crate::controller::pull_secret::{self, SecretRef};
 use crate::controller::reconcile::{Context, error_policy, reconcile};
-use crate::controller::gc;
 use crate::http::{ops_router, router};
 use crate::leader::{self, Timing};
 use crate::metrics::Metrics;
@@ -71,18 +71,33 @@ pub enum RunError {
 
 /// Parses a listen address the way Go flags are written: `:8443` means every interface.
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
-    full.parse().map_err(|e| format!("invalid listen address {s:?}: {e}"))
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .map_err(|e| format!("invalid listen address {s:?}: {e}"))
 }
 
 /// Reads every PEM file in a directory into one bundle.
 fn read_cas(dir: &std::path::Path) -> Result<Vec<u8>, RunError> {
-    let err = |source| RunError::Cas { path: dir.to_path_buf(), source };
-    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(err)?.flatten().map(|e| e.path()).collect();
+    let err = |source| RunError::Cas {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(err)?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     entries.sort();
     let mut bundle = Vec::new();
     for path in entries.into_iter().filter(|p| p.is_file()) {
-        let bytes = std::fs::read(&path).map_err(|source| RunError::Cas { path: path.clone(), source })?;
+        let bytes = std::fs::read(&path).map_err(|source| RunError::Cas {
+            path: path.clone(),
+            source,
+        })?;
         bundle.extend_from_slice(&bytes);
         bundle.push(b'\n');
     }
@@ -92,18 +107,24 @@ fn read_cas(dir: &std::path::Path) -> Result<Vec<u8>, RunError> {
 async fn kube_client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, RunError> {
     let config = match kubeconfig {
         Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| RunError::Kube(e.to_string()))?;
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| RunError::Kube(e.to_string()))?;
             kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
                 .await
                 .map_err(|e| RunError::Kube(e.to_string()))?
         }
-        None => kube::Config::infer().await.map_err(|e| RunError::Kube(e.to_string()))?,
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| RunError::Kube(e.to_string()))?,
     };
     kube::Client::try_from(config).map_err(|e| RunError::Kube(e.to_string()))
 }
 
 /// Runs until `shutdown` resolves.
-pub async fn run(opts: RunOptions, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<(), RunError> {
+pub async fn run(
+    opts: RunOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let client = kube_client(opts.kubeconfig.as_ref()).await?;
     let storage = Storage::open(opts.cache_dir.join("catalogs"))?;
@@ -156,7 +177,11 @@ pub async fn run(opts: RunOptions, shutdown: impl std::future::Future<Output = (
     let ready = Arc::new(AtomicBool::new(false));
     let catalog_server = bind(opts.catalogs_server_addr)?;
     tracing::info!(addr = %catalog_server.addr, "catalog content server listening");
-    let mut servers = vec![tokio::spawn(catalog_server.serve(router(storage, metrics.clone()), opts.tls.clone(), stopped()))];
+    let mut servers = vec![tokio::spawn(catalog_server.serve(
+        router(storage, metrics.clone()),
+        opts.tls.clone(),
+        stopped(),
+    ))];
     let mut ops_addrs: Vec<SocketAddr> = opts.metrics_addr.into_iter().collect();
     if let Some(health) = opts.health_addr
         && Some(health) != opts.metrics_addr
@@ -166,7 +191,11 @@ pub async fn run(opts: RunOptions, shutdown: impl std::future::Future<Output = (
     for addr in ops_addrs {
         let bound = bind(addr)?;
         tracing::info!(addr = %bound.addr, "health and metrics server listening");
-        servers.push(tokio::spawn(bound.serve(ops_router(metrics.clone(), ready.clone()), None, stopped())));
+        servers.push(tokio::spawn(bound.serve(
+            ops_router(metrics.clone(), ready.clone()),
+            None,
+            stopped(),
+        )));
     }
     ready.store(true, Ordering::Release);
 
@@ -213,9 +242,8 @@ pub async fn run(opts: RunOptions, shutdown: impl std::future::Future<Output = (
         let _ = election.await;
     }
     for server in servers {
-        match server.await {
-            Ok(Err(e)) => tracing::warn!(error = %e, "server stopped with an error"),
-            Ok(Ok(())) | Err(_) => {}
+        if let Ok(Err(e)) = server.await {
+            tracing::warn!(error = %e, "server stopped with an error");
         }
     }
     Ok(())
@@ -227,8 +255,14 @@ mod tests {
 
     #[test]
     fn go_style_listen_addresses_are_accepted() {
-        assert_eq!(parse_listen(":8443").expect("valid"), "0.0.0.0:8443".parse().expect("addr"));
-        assert_eq!(parse_listen("127.0.0.1:0").expect("valid"), "127.0.0.1:0".parse().expect("addr"));
+        assert_eq!(
+            parse_listen(":8443").expect("valid"),
+            "0.0.0.0:8443".parse().expect("addr")
+        );
+        assert_eq!(
+            parse_listen("127.0.0.1:0").expect("valid"),
+            "127.0.0.1:0".parse().expect("addr")
+        );
         assert!(parse_listen("nope").is_err());
     }
 }

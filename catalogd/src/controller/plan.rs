@@ -23,9 +23,9 @@ use std::time::{Duration, SystemTime};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use olm_api::v1::{
-    AvailabilityMode, ClusterCatalog, ClusterCatalogStatus, ClusterCatalogUrls, ConditionReason, ConditionStatus,
-    ConditionType, DELETE_SERVER_CACHE_FINALIZER, ResolvedCatalogSource, ResolvedImageSource, SourceType,
-    find_condition, set_condition,
+    AvailabilityMode, ClusterCatalog, ClusterCatalogStatus, ClusterCatalogUrls, ConditionReason,
+    ConditionStatus, ConditionType, DELETE_SERVER_CACHE_FINALIZER, ResolvedCatalogSource,
+    ResolvedImageSource, SourceType, find_condition, set_condition,
 };
 
 pub const MSG_UNPACKED: &str = "Successfully unpacked and stored content from resolved source";
@@ -53,7 +53,13 @@ pub enum Plan {
 }
 
 /// Decides what to do; see the module table.
-pub fn plan(catalog: &ClusterCatalog, local: &Local, now: SystemTime, leader: bool, poll_unit: Duration) -> Plan {
+pub fn plan(
+    catalog: &ClusterCatalog,
+    local: &Local,
+    now: SystemTime,
+    leader: bool,
+    poll_unit: Duration,
+) -> Plan {
     if catalog.metadata.deletion_timestamp.is_some() {
         return Plan::Remove { unavailable: false };
     }
@@ -70,14 +76,22 @@ pub fn plan(catalog: &ClusterCatalog, local: &Local, now: SystemTime, leader: bo
         .filter(|_| current_generation);
 
     let Some(served) = &local.served_digest_ref else {
-        return Plan::Unpack { reference: pull_reference(leader, published, spec_ref) };
+        return Plan::Unpack {
+            reference: pull_reference(leader, published, spec_ref),
+        };
     };
     if !current_generation {
-        return Plan::Unpack { reference: spec_ref };
+        return Plan::Unpack {
+            reference: spec_ref,
+        };
     }
     match (leader, published) {
-        (false, Some(published)) if &published != served => Plan::Unpack { reference: published },
-        (true, _) if poll_due(catalog, local.last_poll, now, poll_unit) => Plan::Unpack { reference: spec_ref },
+        (false, Some(published)) if &published != served => Plan::Unpack {
+            reference: published,
+        },
+        (true, _) if poll_due(catalog, local.last_poll, now, poll_unit) => Plan::Unpack {
+            reference: spec_ref,
+        },
         _ => Plan::UpToDate,
     }
 }
@@ -91,11 +105,18 @@ fn pull_reference(leader: bool, published: Option<String>, spec_ref: String) -> 
 
 /// The image reference in the spec (the CRD makes `image` required for `type: Image`).
 pub fn spec_reference(catalog: &ClusterCatalog) -> String {
-    catalog.spec.source.image.as_ref().map(|i| i.ref_.clone()).unwrap_or_default()
+    catalog
+        .spec
+        .source
+        .image
+        .as_ref()
+        .map(|i| i.ref_.clone())
+        .unwrap_or_default()
 }
 
 fn observed_generation(status: &ClusterCatalogStatus) -> Option<i64> {
-    find_condition(&status.conditions, ConditionType::Progressing).and_then(|c| c.observed_generation)
+    find_condition(&status.conditions, ConditionType::Progressing)
+        .and_then(|c| c.observed_generation)
 }
 
 /// The poll interval of a tag reference, or `None` when the catalog is not polled.
@@ -108,7 +129,12 @@ pub fn poll_interval(catalog: &ClusterCatalog, poll_unit: Duration) -> Option<Du
     Some(poll_unit * minutes)
 }
 
-fn poll_due(catalog: &ClusterCatalog, last_poll: Option<SystemTime>, now: SystemTime, poll_unit: Duration) -> bool {
+fn poll_due(
+    catalog: &ClusterCatalog,
+    last_poll: Option<SystemTime>,
+    now: SystemTime,
+    poll_unit: Duration,
+) -> bool {
     match (poll_interval(catalog, poll_unit), last_poll) {
         (None, _) => false,
         (Some(_), None) => true,
@@ -134,7 +160,10 @@ pub fn next_poll_in(
 /// The base URL of a catalog's content API.
 pub fn base_url(external: &str, tls: bool, catalog: &str) -> String {
     let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{}/catalogs/{catalog}", external.trim_end_matches('/'))
+    format!(
+        "{scheme}://{}/catalogs/{catalog}",
+        external.trim_end_matches('/')
+    )
 }
 
 /// Status after content was stored (or found up to date): serving the resolved digest.
@@ -150,9 +179,13 @@ pub fn serving_status(
     keep_known_conditions(&mut status);
     status.resolved_source = Some(ResolvedCatalogSource {
         type_: SourceType::Image,
-        image: ResolvedImageSource { ref_: digest_ref.to_string() },
+        image: ResolvedImageSource {
+            ref_: digest_ref.to_string(),
+        },
     });
-    status.urls = Some(ClusterCatalogUrls { base: base_url.to_string() });
+    status.urls = Some(ClusterCatalogUrls {
+        base: base_url.to_string(),
+    });
     status.last_unpacked = Some(time_seconds(unpacked_at));
     set_condition(
         &mut status.conditions,
@@ -191,12 +224,24 @@ pub fn error_status(
     } else {
         (ConditionStatus::True, ConditionReason::Retrying)
     };
-    set_condition(&mut status.conditions, ConditionType::Progressing, state, reason, message, generation, now);
+    set_condition(
+        &mut status.conditions,
+        ConditionType::Progressing,
+        state,
+        reason,
+        message,
+        generation,
+        now,
+    );
     status
 }
 
 /// Status once `availabilityMode: Unavailable` removed the content.
-pub fn unavailable_status(previous: &ClusterCatalogStatus, generation: Option<i64>, now: Time) -> ClusterCatalogStatus {
+pub fn unavailable_status(
+    previous: &ClusterCatalogStatus,
+    generation: Option<i64>,
+    now: Time,
+) -> ClusterCatalogStatus {
     let mut status = previous.clone();
     keep_known_conditions(&mut status);
     status.resolved_source = None;
@@ -225,9 +270,11 @@ pub fn unavailable_status(previous: &ClusterCatalogStatus, generation: Option<i6
 
 /// Upstream drops condition types it does not own.
 fn keep_known_conditions(status: &mut ClusterCatalogStatus) {
-    status
-        .conditions
-        .retain(|c| ConditionType::CLUSTER_CATALOG.iter().any(|t| t.as_str() == c.type_));
+    status.conditions.retain(|c| {
+        ConditionType::CLUSTER_CATALOG
+            .iter()
+            .any(|t| t.as_str() == c.type_)
+    });
 }
 
 /// Whether the finalizer is on the object.
@@ -241,7 +288,10 @@ pub fn has_finalizer(catalog: &ClusterCatalog) -> bool {
 
 /// A time truncated to whole seconds, as the API stores `lastUnpacked`.
 pub fn time_seconds(t: SystemTime) -> Time {
-    let secs = t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let ts = k8s_openapi::jiff::Timestamp::from_second(i64::try_from(secs).unwrap_or(0))
         .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
     Time(ts)

@@ -26,9 +26,14 @@ impl std::str::FromStr for SecretRef {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.split_once('/') {
             Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
-                Ok(SecretRef { namespace: ns.to_string(), name: name.to_string() })
+                Ok(SecretRef {
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                })
             }
-            _ => Err(format!("invalid pull secret {s:?}: expected NAMESPACE/NAME")),
+            _ => Err(format!(
+                "invalid pull secret {s:?}: expected NAMESPACE/NAME"
+            )),
         }
     }
 }
@@ -82,7 +87,10 @@ mod tests {
     fn secret_references_are_namespace_slash_name() {
         assert_eq!(
             "olmv1-system/pull".parse::<SecretRef>(),
-            Ok(SecretRef { namespace: "olmv1-system".into(), name: "pull".into() })
+            Ok(SecretRef {
+                namespace: "olmv1-system".into(),
+                name: "pull".into()
+            })
         );
         for bad in ["pull", "/pull", "ns/", "a/b/c"] {
             assert!(bad.parse::<SecretRef>().is_err(), "{bad}");
@@ -93,7 +101,11 @@ mod tests {
     fn credentials_come_from_dockerconfigjson() {
         let json = br#"{"auths":{"reg.io":{"auth":"dXNlcjpwYXNz"}}}"#.to_vec();
         let secret = Secret {
-            data: Some([(".dockerconfigjson".to_string(), ByteString(json))].into_iter().collect()),
+            data: Some(
+                [(".dockerconfigjson".to_string(), ByteString(json))]
+                    .into_iter()
+                    .collect(),
+            ),
             ..Secret::default()
         };
         let config = credentials(&secret).expect("parses");

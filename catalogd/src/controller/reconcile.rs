@@ -12,7 +12,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use olm_api::v1::{ClusterCatalog, ClusterCatalogStatus, DELETE_SERVER_CACHE_FINALIZER, METADATA_NAME_LABEL};
+use olm_api::v1::{
+    ClusterCatalog, ClusterCatalogStatus, DELETE_SERVER_CACHE_FINALIZER, METADATA_NAME_LABEL,
+};
 use olm_image::{ExtractFilter, ImageErrorKind, Puller};
 use serde_json::json;
 use tokio::sync::watch;
@@ -66,7 +68,10 @@ impl Context {
     }
 
     pub fn puller(&self) -> Arc<Puller> {
-        self.puller.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.puller
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn set_puller(&self, puller: Arc<Puller>) {
@@ -74,16 +79,29 @@ impl Context {
     }
 
     fn last_poll(&self, name: &str) -> Option<SystemTime> {
-        self.last_poll.lock().unwrap_or_else(|p| p.into_inner()).get(name).copied()
+        self.last_poll
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .copied()
     }
 
     fn record_poll(&self, name: &str, at: SystemTime) {
-        self.last_poll.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), at);
+        self.last_poll
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_string(), at);
     }
 
     fn forget(&self, name: &str) {
-        self.last_poll.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
-        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+        self.last_poll
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
     }
 
     fn note_failure(&self, name: &str) -> u32 {
@@ -94,7 +112,10 @@ impl Context {
     }
 
     fn note_success(&self, name: &str) {
-        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
     }
 
     fn update_served_gauge(&self) {
@@ -126,7 +147,10 @@ impl ReconcileError {
 }
 
 /// Reconciles one ClusterCatalog.
-pub async fn reconcile(catalog: Arc<ClusterCatalog>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+pub async fn reconcile(
+    catalog: Arc<ClusterCatalog>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
     let result = reconcile_inner(&catalog, &ctx).await;
     let outcome = match &result {
         Ok(_) => "success",
@@ -142,7 +166,11 @@ pub async fn reconcile(catalog: Arc<ClusterCatalog>, ctx: Arc<Context>) -> Resul
 
 /// Backoff after failures: terminal errors wait for a spec change; others retry after
 /// 1 s, 2 s, 4 s, … up to 5 minutes.
-pub fn error_policy(catalog: Arc<ClusterCatalog>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+pub fn error_policy(
+    catalog: Arc<ClusterCatalog>,
+    error: &ReconcileError,
+    ctx: Arc<Context>,
+) -> Action {
     let name = catalog.name_any();
     tracing::warn!(catalog = %name, error = %error, "reconcile failed");
     if error.is_terminal() {
@@ -159,16 +187,25 @@ pub fn backoff(failures: u32) -> Duration {
     Duration::from_secs(1u64 << exp).min(CAP)
 }
 
-async fn reconcile_inner(catalog: &ClusterCatalog, ctx: &Context) -> Result<Action, ReconcileError> {
+async fn reconcile_inner(
+    catalog: &ClusterCatalog,
+    ctx: &Context,
+) -> Result<Action, ReconcileError> {
     let name = catalog.name_any();
     let leader = *ctx.leader.borrow();
     let now = SystemTime::now();
     let served = ctx
         .storage
         .get(&name)
-        .map_err(|e| ReconcileError::Cleanup { name: name.clone(), message: e.to_string() })?
+        .map_err(|e| ReconcileError::Cleanup {
+            name: name.clone(),
+            message: e.to_string(),
+        })?
         .map(|s| s.digest().to_string());
-    let local = Local { served_digest_ref: served, last_poll: ctx.last_poll(&name) };
+    let local = Local {
+        served_digest_ref: served,
+        last_poll: ctx.last_poll(&name),
+    };
     let api: Api<ClusterCatalog> = Api::all(ctx.client.clone());
 
     if leader && catalog.metadata.deletion_timestamp.is_none() {
@@ -181,7 +218,11 @@ async fn reconcile_inner(catalog: &ClusterCatalog, ctx: &Context) -> Result<Acti
             if leader {
                 if unavailable {
                     let previous = catalog.status.clone().unwrap_or_default();
-                    let status = plan::unavailable_status(&previous, catalog.metadata.generation, now_time());
+                    let status = plan::unavailable_status(
+                        &previous,
+                        catalog.metadata.generation,
+                        now_time(),
+                    );
                     write_status(&api, catalog, &previous, status).await?;
                 }
                 remove_finalizer(&api, catalog).await?;
@@ -210,7 +251,13 @@ fn requeue_after_poll(catalog: &ClusterCatalog, ctx: &Context, leader: bool) -> 
         return Action::await_change();
     }
     let name = catalog.name_any();
-    match plan::next_poll_in(catalog, ctx.last_poll(&name), SystemTime::now(), ctx.poll_unit, rand::random::<f64>()) {
+    match plan::next_poll_in(
+        catalog,
+        ctx.last_poll(&name),
+        SystemTime::now(),
+        ctx.poll_unit,
+        rand::random::<f64>(),
+    ) {
         Some(after) => Action::requeue(after.max(Duration::from_millis(100))),
         None => Action::await_change(),
     }
@@ -228,7 +275,10 @@ async fn unpack(
     let generation = catalog.metadata.generation;
     let started = Instant::now();
     let puller = ctx.puller();
-    let unpacked = match puller.pull(&name, reference, ExtractFilter::CatalogConfigs).await {
+    let unpacked = match puller
+        .pull(&name, reference, ExtractFilter::CatalogConfigs)
+        .await
+    {
         Ok(u) => u,
         Err(e) => {
             // Upstream reports a missing label in its own words; other failures name the image.
@@ -243,22 +293,54 @@ async fn unpack(
     ctx.record_poll(&name, SystemTime::now());
 
     let stored = {
-        let (storage, name, digest_ref, dir) =
-            (ctx.storage.clone(), name.clone(), unpacked.digest_ref.clone(), unpacked.content_dir.clone());
+        let (storage, name, digest_ref, dir) = (
+            ctx.storage.clone(),
+            name.clone(),
+            unpacked.digest_ref.clone(),
+            unpacked.content_dir.clone(),
+        );
         tokio::task::spawn_blocking(move || ingest_dir(&storage, &name, &digest_ref, &dir)).await
     };
     let stored = match stored {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return fail(api, catalog, &previous, leader, format!("error storing fbc: {e}"), false).await,
-        Err(e) => return fail(api, catalog, &previous, leader, format!("error storing fbc: {e}"), false).await,
+        Ok(Err(e)) => {
+            return fail(
+                api,
+                catalog,
+                &previous,
+                leader,
+                format!("error storing fbc: {e}"),
+                false,
+            )
+            .await;
+        }
+        Err(e) => {
+            return fail(
+                api,
+                catalog,
+                &previous,
+                leader,
+                format!("error storing fbc: {e}"),
+                false,
+            )
+            .await;
+        }
     };
     if unpacked.fresh {
-        ctx.metrics.observe_unpack(&name, started.elapsed().as_secs_f64(), stored.len());
+        ctx.metrics
+            .observe_unpack(&name, started.elapsed().as_secs_f64(), stored.len());
     }
     ctx.update_served_gauge();
     if leader {
         let base = plan::base_url(&ctx.external_address, ctx.tls, &name);
-        let status = plan::serving_status(&previous, generation, &unpacked.digest_ref, &base, unpacked.unpacked_at, now_time());
+        let status = plan::serving_status(
+            &previous,
+            generation,
+            &unpacked.digest_ref,
+            &base,
+            unpacked.unpacked_at,
+            now_time(),
+        );
         write_status(api, catalog, &previous, status).await?;
     }
     Ok(())
@@ -274,7 +356,13 @@ async fn fail(
     terminal: bool,
 ) -> Result<(), ReconcileError> {
     if leader {
-        let status = plan::error_status(previous, catalog.metadata.generation, &message, terminal, now_time());
+        let status = plan::error_status(
+            previous,
+            catalog.metadata.generation,
+            &message,
+            terminal,
+            now_time(),
+        );
         write_status(api, catalog, previous, status).await?;
     }
     Err(ReconcileError::Unpack { message, terminal })
@@ -283,11 +371,17 @@ async fn fail(
 async fn remove_content(ctx: &Context, name: &str) -> Result<(), ReconcileError> {
     ctx.storage
         .delete(name)
-        .map_err(|e| ReconcileError::Cleanup { name: name.to_string(), message: e.to_string() })?;
+        .map_err(|e| ReconcileError::Cleanup {
+            name: name.to_string(),
+            message: e.to_string(),
+        })?;
     ctx.puller()
         .delete_owner(name)
         .await
-        .map_err(|e| ReconcileError::Cleanup { name: name.to_string(), message: e.to_string() })?;
+        .map_err(|e| ReconcileError::Cleanup {
+            name: name.to_string(),
+            message: e.to_string(),
+        })?;
     ctx.forget(name);
     ctx.metrics.forget_catalog(name);
     ctx.update_served_gauge();
@@ -314,12 +408,18 @@ async fn write_status(
     api.replace_status(&catalog.name_any(), &PostParams::default(), &updated)
         .await
         .map(drop)
-        .map_err(|source| ReconcileError::Kube { name: catalog.name_any(), source })
+        .map_err(|source| ReconcileError::Kube {
+            name: catalog.name_any(),
+            source,
+        })
 }
 
 /// Keeps `olm.operatorframework.io/metadata.name` equal to the object's name, so label selectors
 /// can pick catalogs by name (upstream does this in a mutating webhook).
-async fn ensure_name_label(api: &Api<ClusterCatalog>, catalog: &ClusterCatalog) -> Result<(), ReconcileError> {
+async fn ensure_name_label(
+    api: &Api<ClusterCatalog>,
+    catalog: &ClusterCatalog,
+) -> Result<(), ReconcileError> {
     let name = catalog.name_any();
     if catalog.labels().get(METADATA_NAME_LABEL) == Some(&name) {
         return Ok(());
@@ -331,7 +431,10 @@ async fn ensure_name_label(api: &Api<ClusterCatalog>, catalog: &ClusterCatalog) 
         .map_err(|source| ReconcileError::Kube { name, source })
 }
 
-async fn add_finalizer(api: &Api<ClusterCatalog>, catalog: &ClusterCatalog) -> Result<(), ReconcileError> {
+async fn add_finalizer(
+    api: &Api<ClusterCatalog>,
+    catalog: &ClusterCatalog,
+) -> Result<(), ReconcileError> {
     if plan::has_finalizer(catalog) {
         return Ok(());
     }
@@ -349,7 +452,10 @@ async fn add_finalizer(api: &Api<ClusterCatalog>, catalog: &ClusterCatalog) -> R
     json_patch(api, catalog, patch).await
 }
 
-async fn remove_finalizer(api: &Api<ClusterCatalog>, catalog: &ClusterCatalog) -> Result<(), ReconcileError> {
+async fn remove_finalizer(
+    api: &Api<ClusterCatalog>,
+    catalog: &ClusterCatalog,
+) -> Result<(), ReconcileError> {
     let Some(index) = catalog
         .metadata
         .finalizers
@@ -365,11 +471,21 @@ async fn remove_finalizer(api: &Api<ClusterCatalog>, catalog: &ClusterCatalog) -
     json_patch(api, catalog, patch).await
 }
 
-async fn json_patch(api: &Api<ClusterCatalog>, catalog: &ClusterCatalog, patch: serde_json::Value) -> Result<(), ReconcileError> {
+async fn json_patch(
+    api: &Api<ClusterCatalog>,
+    catalog: &ClusterCatalog,
+    patch: serde_json::Value,
+) -> Result<(), ReconcileError> {
     let name = catalog.name_any();
-    let patch: json_patch::Patch = serde_json::from_value(patch)
-        .map_err(|e| ReconcileError::Kube { name: name.clone(), source: kube::Error::SerdeError(e) })?;
-    match api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch)).await {
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch).map_err(|e| ReconcileError::Kube {
+            name: name.clone(),
+            source: kube::Error::SerdeError(e),
+        })?;
+    match api
+        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+    {
         Ok(_) => Ok(()),
         // Gone already (the last finalizer was ours): nothing left to do.
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
