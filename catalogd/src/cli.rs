@@ -53,6 +53,97 @@ pub enum Command {
     /// The content is at `/catalogs/NAME/api/v1/all` and `/catalogs/NAME/api/v1/metas`, with
     /// `/healthz`, `/readyz` and `/metrics` beside it. Runs until interrupted.
     Serve(ServeArgs),
+    /// Run in a cluster: reconcile ClusterCatalogs, unpack their images and serve their content.
+    ///
+    /// Every replica unpacks and serves; the replica holding the leader Lease (with
+    /// --leader-elect) writes status and finalizers.
+    Run(Box<RunArgs>),
+}
+
+/// Arguments of `catalogd run` (names follow upstream catalogd's flags where they exist).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig to use instead of the in-cluster configuration or $KUBECONFIG.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Address of the catalog content server.
+    #[arg(long, value_name = "ADDR", default_value = ":8443", value_parser = crate::run::parse_listen)]
+    pub catalogs_server_addr: std::net::SocketAddr,
+    /// Host (and optional port) clients use to reach the catalog server; `status.urls.base` is
+    /// `<http|https>://<external-address>/catalogs/<name>`.
+    #[arg(
+        long,
+        value_name = "HOST[:PORT]",
+        default_value = "catalogd-service.olmv1-system.svc"
+    )]
+    pub external_address: String,
+    /// Directory for unpacked images and stored catalogs; kept across restarts.
+    #[arg(long, value_name = "DIR", default_value = "/var/cache/catalogd")]
+    pub cache_dir: PathBuf,
+    /// Serve the catalog content over HTTPS with this PEM certificate (reloaded on change).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Address serving /metrics (and /healthz, /readyz); `0` disables it.
+    #[arg(long, value_name = "ADDR", default_value = ":7443")]
+    pub metrics_bind_address: String,
+    /// Address serving /healthz and /readyz (and /metrics); `0` disables it.
+    #[arg(long, value_name = "ADDR", default_value = ":8081")]
+    pub health_probe_bind_address: String,
+    /// Elect a leader among replicas through a Lease; only the leader writes status.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Namespace of the leader Lease (default: $POD_NAMESPACE, else olmv1-system).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// Registry credentials for every catalog image: a dockerconfigjson Secret `NAMESPACE/NAME`.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub global_pull_secret: Option<crate::controller::pull_secret::SecretRef>,
+    /// Directory of PEM files with extra CA certificates trusted for registries.
+    #[arg(long, value_name = "DIR")]
+    pub pull_cas_dir: Option<PathBuf>,
+    /// Registries (`host:port` as written in image references) spoken to over plain HTTP.
+    #[arg(long, value_name = "HOST:PORT", value_delimiter = ',')]
+    pub insecure_registries: Vec<String>,
+    /// How often to remove content of catalogs that no longer exist.
+    #[arg(long, value_name = "DURATION", default_value = "12h", value_parser = parse_duration)]
+    pub gc_interval: std::time::Duration,
+    /// Length of one minute of `pollIntervalMinutes`. For tests and demos only.
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration, hide = true)]
+    pub poll_interval_unit: std::time::Duration,
+    /// Manage only ClusterCatalogs matching this label selector (for sharding and tests).
+    #[arg(long, value_name = "SELECTOR", hide = true)]
+    pub catalog_label_selector: Option<String>,
+    /// Log format: `text` or `json`.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub log_format: String,
+}
+
+/// Parses durations like `90s`, `5m`, `12h`, `250ms`.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}"))?;
+    let secs = |m: u64| std::time::Duration::from_secs(n.saturating_mul(m));
+    match unit {
+        "ms" => Ok(std::time::Duration::from_millis(n)),
+        "s" | "" => Ok(secs(1)),
+        "m" => Ok(secs(60)),
+        "h" => Ok(secs(3600)),
+        _ => Err(format!("invalid duration {s:?}: use ms, s, m or h")),
+    }
+}
+
+fn optional_addr(s: &str) -> Result<Option<std::net::SocketAddr>, String> {
+    if s == "0" || s.is_empty() {
+        Ok(None)
+    } else {
+        crate::run::parse_listen(s).map(Some)
+    }
 }
 
 /// Arguments of `catalogd serve`.
@@ -85,8 +176,9 @@ pub struct ValidateArgs {
 
 /// Runs the parsed command with the process's stdout and stderr.
 pub fn run(cli: Cli) -> ExitCode {
-    let mut out = std::io::stdout().lock();
-    let mut err = std::io::stderr().lock();
+    // Unlocked handles: long-running modes log from other threads through the same stderr.
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
     ExitCode::from(run_with(cli, &mut out, &mut err))
 }
 
@@ -107,7 +199,86 @@ pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             };
             crate::serve::run(opts, err)
         }
+        Command::Run(args) => run_controller(*args, err),
     }
+}
+
+/// `catalogd run`: converts flags to options and runs until SIGINT/SIGTERM.
+fn run_controller(args: RunArgs, err: &mut dyn Write) -> u8 {
+    init_logging(&args.log_format);
+    let (metrics_addr, health_addr) = match (
+        optional_addr(&args.metrics_bind_address),
+        optional_addr(&args.health_probe_bind_address),
+    ) {
+        (Ok(m), Ok(h)) => (m, h),
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::server::TlsFiles { cert, key }),
+        _ => None,
+    };
+    let namespace = args
+        .leader_election_namespace
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| "olmv1-system".to_string());
+    let identity = std::env::var("POD_NAME")
+        .ok()
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .map(|h| format!("{h}_{:08x}", rand::random::<u32>()))
+        .unwrap_or_else(|| format!("catalogd_{:08x}", rand::random::<u32>()));
+    let opts = crate::run::RunOptions {
+        kubeconfig: args.kubeconfig,
+        catalogs_server_addr: args.catalogs_server_addr,
+        external_address: args.external_address,
+        cache_dir: args.cache_dir,
+        tls,
+        metrics_addr,
+        health_addr,
+        leader_elect: args.leader_elect,
+        leader_election_namespace: namespace,
+        global_pull_secret: args.global_pull_secret,
+        pull_cas_dir: args.pull_cas_dir,
+        insecure_registries: args.insecure_registries,
+        gc_interval: args.gc_interval,
+        poll_unit: args.poll_interval_unit,
+        identity,
+        label_selector: args.catalog_label_selector,
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "error: failed to start the runtime: {e}");
+            return EXIT_INVALID;
+        }
+    };
+    match runtime.block_on(crate::run::run(opts, crate::serve::shutdown_signal())) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            EXIT_INVALID
+        }
+    }
+}
+
+/// Structured logs on stderr; `RUST_LOG` filters (default `info`).
+pub fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if format == "json" {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 /// `catalogd validate DIR`: load, validate, report. Write failures on the streams are ignored

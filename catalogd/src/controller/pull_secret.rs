@@ -1,0 +1,116 @@
+//! The global pull secret (`--global-pull-secret NAMESPACE/NAME`): registry credentials for every
+//! catalog image, kept current by watching the Secret.
+//!
+//! Input: the Secret's reference. Output: a new puller whenever the credentials change. Network:
+//! the Kubernetes API (one watch on one Secret).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::runtime::watcher::{self, Event};
+use olm_image::{DockerConfig, Puller, PullerConfig};
+
+use super::reconcile::Context;
+
+/// `NAMESPACE/NAME`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::str::FromStr for SecretRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+                Ok(SecretRef {
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                })
+            }
+            _ => Err(format!(
+                "invalid pull secret {s:?}: expected NAMESPACE/NAME"
+            )),
+        }
+    }
+}
+
+/// Reads registry credentials from a Secret's `.dockerconfigjson` (or legacy `.dockercfg`).
+pub fn credentials(secret: &Secret) -> Result<DockerConfig, String> {
+    let data = secret.data.as_ref();
+    let bytes = data
+        .and_then(|d| d.get(".dockerconfigjson").or_else(|| d.get(".dockercfg")))
+        .ok_or_else(|| "the secret has neither .dockerconfigjson nor .dockercfg".to_string())?;
+    DockerConfig::from_json(&bytes.0).map_err(|e| e.to_string())
+}
+
+/// Watches the secret and swaps the context's puller when its credentials change; a missing or
+/// unreadable secret means anonymous pulls (logged).
+pub async fn watch(ctx: Arc<Context>, secret: SecretRef, base: PullerConfig) {
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &secret.namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", secret.name));
+    let mut events = watcher::watcher(api, config).boxed();
+    while let Some(event) = events.next().await {
+        let auth = match event {
+            Ok(Event::Apply(s) | Event::InitApply(s)) => match credentials(&s) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!(namespace = %secret.namespace, name = %secret.name, error = %e, "ignoring unusable pull secret");
+                    None
+                }
+            },
+            Ok(Event::Delete(_)) => None,
+            Ok(Event::Init | Event::InitDone) => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "pull secret watch failed; retrying");
+                continue;
+            }
+        };
+        let mut config = base.clone();
+        config.auth = auth;
+        match Puller::new(config) {
+            Ok(p) => ctx.set_puller(Arc::new(p)),
+            Err(e) => tracing::warn!(error = %e, "failed to rebuild the image puller"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    #[test]
+    fn secret_references_are_namespace_slash_name() {
+        assert_eq!(
+            "olmv1-system/pull".parse::<SecretRef>(),
+            Ok(SecretRef {
+                namespace: "olmv1-system".into(),
+                name: "pull".into()
+            })
+        );
+        for bad in ["pull", "/pull", "ns/", "a/b/c"] {
+            assert!(bad.parse::<SecretRef>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn credentials_come_from_dockerconfigjson() {
+        let json = br#"{"auths":{"reg.io":{"auth":"dXNlcjpwYXNz"}}}"#.to_vec();
+        let secret = Secret {
+            data: Some(
+                [(".dockerconfigjson".to_string(), ByteString(json))]
+                    .into_iter()
+                    .collect(),
+            ),
+            ..Secret::default()
+        };
+        let config = credentials(&secret).expect("parses");
+        let c = config.credentials_for("reg.io", "cat").expect("entry");
+        assert_eq!((c.username.as_str(), c.password.as_str()), ("user", "pass"));
+        assert!(credentials(&Secret::default()).is_err());
+    }
+}
