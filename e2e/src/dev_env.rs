@@ -5,14 +5,23 @@
 //! Network: 127.0.0.1 only.
 //!
 //! The environment is a list of steps ([`STEPS`]) run in order; teardown stops what they started
-//! in reverse order. Later steps (registry, sample catalog image, catalogd, operator-controller)
-//! are added to the list.
+//! in reverse order: the control plane, a registry, the sample catalog image (built from
+//! `config/samples/catalog`), catalogd, and the sample ClusterCatalog (`config/samples`).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube::api::{Api, Patch, PatchParams};
+use olm_api::v1::{ClusterCatalog, ConditionType, find_condition};
+
+use crate::assets::Assets;
 use crate::control_plane::{ControlPlane, ControlPlaneError, Tier};
+use crate::process::{Spec, Supervised};
+use crate::registry::Registry;
 
 /// Failure of a step.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +58,14 @@ pub struct Options {
 #[derive(Default)]
 pub struct DevEnv {
     pub control_plane: Option<ControlPlane>,
+    pub registry: Option<Registry>,
+    /// The sample catalog image, by tag.
+    pub catalog_image: Option<String>,
+    pub catalogd: Option<Supervised>,
+    /// `http://127.0.0.1:PORT` of catalogd's content server.
+    pub catalogd_url: Option<String>,
+    /// Scratch space for catalogd's cache and logs.
+    pub scratch: Option<tempfile::TempDir>,
     /// Shell lines printed once every step has run.
     pub exports: Vec<String>,
     /// Commands to suggest.
@@ -59,9 +76,213 @@ type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<(), DevEnvError>> + 'a>
 type StepFn = for<'a> fn(&'a mut DevEnv, &'a Options) -> StepFuture<'a>;
 
 /// The steps, in start order.
-pub const STEPS: &[(&str, StepFn)] = &[("control plane", |env, opts| {
-    Box::pin(start_control_plane(env, opts))
-})];
+pub const STEPS: &[(&str, StepFn)] = &[
+    ("control plane", |env, opts| {
+        Box::pin(start_control_plane(env, opts))
+    }),
+    ("registry", |env, _| Box::pin(start_registry(env))),
+    ("sample catalog image", |env, _| {
+        Box::pin(push_sample_catalog(env))
+    }),
+    ("catalogd", |env, _| Box::pin(start_catalogd(env))),
+    ("sample ClusterCatalog", |env, _| {
+        Box::pin(apply_sample_catalog(env))
+    }),
+];
+
+/// Name of the sample ClusterCatalog (as in `config/samples/olm_v1_clustercatalog.yaml`).
+const SAMPLE_CATALOG: &str = "example-catalog";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A step failure with a plain message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct StepMessage(String);
+
+fn fail(step: &'static str, message: impl Into<String>) -> DevEnvError {
+    DevEnvError::Step {
+        step,
+        source: Box::new(StepMessage(message.into())),
+    }
+}
+
+async fn start_registry(env: &mut DevEnv) -> Result<(), DevEnvError> {
+    let registry = Registry::start()
+        .await
+        .map_err(DevEnvError::step("registry"))?;
+    println!("olm-dev-env: registry at {}", registry.host());
+    env.registry = Some(registry);
+    Ok(())
+}
+
+async fn push_sample_catalog(env: &mut DevEnv) -> Result<(), DevEnvError> {
+    let registry = env
+        .registry
+        .as_ref()
+        .ok_or_else(|| fail("sample catalog image", "no registry"))?;
+    let dir = repo_root().join("config/samples/catalog");
+    let pushed = crate::images::push_catalog(registry, "olm/example-catalog:latest", &dir)
+        .await
+        .map_err(DevEnvError::step("sample catalog image"))?;
+    let image = registry.image("olm/example-catalog:latest");
+    println!(
+        "olm-dev-env: pushed {image} ({}) from {}",
+        pushed.digest,
+        dir.display()
+    );
+    env.catalog_image = Some(image);
+    Ok(())
+}
+
+fn free_port() -> Result<u16, DevEnvError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(DevEnvError::step("catalogd"))
+}
+
+async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
+    let (Some(cp), Some(registry)) = (env.control_plane.as_ref(), env.registry.as_ref()) else {
+        return Err(fail(
+            "catalogd",
+            "the control plane and registry must run first",
+        ));
+    };
+    let bin = Assets::products()
+        .and_then(|a| a.binary("catalogd"))
+        .map_err(DevEnvError::step("catalogd"))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("olm-dev-env-catalogd-")
+        .tempdir()
+        .map_err(DevEnvError::step("catalogd"))?;
+    let (content, health) = (free_port()?, free_port()?);
+    let spec = Spec::new("catalogd", bin, scratch.path())
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig_path())
+        .args(["--catalogs-server-addr", &format!("127.0.0.1:{content}")])
+        .args(["--external-address", &format!("127.0.0.1:{content}")])
+        .arg("--cache-dir")
+        .arg(scratch.path().join("cache"))
+        .args(["--metrics-bind-address", &format!("127.0.0.1:{health}")])
+        .args([
+            "--health-probe-bind-address",
+            &format!("127.0.0.1:{health}"),
+        ])
+        .args(["--insecure-registries", &registry.host()]);
+    let mut process = Supervised::start(spec).map_err(DevEnvError::step("catalogd"))?;
+    let ready = format!("http://127.0.0.1:{health}/readyz");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = process.try_exit_status() {
+            return Err(fail(
+                "catalogd",
+                format!("catalogd exited ({status}):\n{}", process.log_tail(20)),
+            ));
+        }
+        if http_ok(&ready).await {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(fail(
+                "catalogd",
+                format!("catalogd did not become ready:\n{}", process.log_tail(20)),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!(
+        "olm-dev-env: catalogd serving on 127.0.0.1:{content}, metrics and health on 127.0.0.1:{health}; log {}",
+        process.log_path().display()
+    );
+    env.try_commands.push(format!(
+        "curl -s http://127.0.0.1:{health}/metrics | grep catalogd_"
+    ));
+    env.catalogd_url = Some(format!("http://127.0.0.1:{content}"));
+    env.catalogd = Some(process);
+    env.scratch = Some(scratch);
+    Ok(())
+}
+
+/// A plain HTTP GET on loopback answering 200 (no TLS, no client library needed).
+async fn http_ok(url: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let Ok(mut stream) = tokio::net::TcpStream::connect(host).await else {
+        return false;
+    };
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).await.is_ok() && head.ends_with(b"200")
+}
+
+async fn apply_sample_catalog(env: &mut DevEnv) -> Result<(), DevEnvError> {
+    let step = "sample ClusterCatalog";
+    let (Some(cp), Some(image), Some(url)) = (
+        env.control_plane.as_ref(),
+        env.catalog_image.clone(),
+        env.catalogd_url.clone(),
+    ) else {
+        return Err(fail(step, "catalogd and the sample image must exist first"));
+    };
+    let path = repo_root().join("config/samples/olm_v1_clustercatalog.yaml");
+    let text = std::fs::read_to_string(&path).map_err(DevEnvError::step(step))?;
+    let mut catalog: ClusterCatalog = serde_saphyr::from_str(&text)
+        .map_err(|e| fail(step, format!("{}: {e}", path.display())))?;
+    if let Some(source) = catalog.spec.source.image.as_mut() {
+        source.ref_ = image;
+    }
+    let api: Api<ClusterCatalog> = Api::all(cp.client().await);
+    api.patch(
+        SAMPLE_CATALOG,
+        &PatchParams::apply("olm-dev-env").force(),
+        &Patch::Apply(&catalog),
+    )
+    .await
+    .map_err(DevEnvError::step(step))?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let serving = api.get(SAMPLE_CATALOG).await.ok().and_then(|c| {
+            let status = c.status?;
+            let cond = find_condition(&status.conditions, ConditionType::Serving)?.clone();
+            Some(cond.status.as_str() == "True")
+        });
+        if serving == Some(true) {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(fail(
+                step,
+                "the sample ClusterCatalog did not become Serving; see catalogd's log",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let base = format!("{url}/catalogs/{SAMPLE_CATALOG}");
+    env.try_commands.splice(
+        0..0,
+        [
+            "kubectl get clustercatalogs".to_string(),
+            format!("kubectl get clustercatalog {SAMPLE_CATALOG} -o yaml"),
+            format!("curl -s {base}/api/v1/all"),
+            format!("curl -s '{base}/api/v1/metas?schema=olm.package'"),
+            format!("curl -s '{base}/api/v1/metas?package=example-operator&schema=olm.channel'"),
+            format!("curl -sI --compressed {base}/api/v1/all"),
+        ],
+    );
+    Ok(())
+}
 
 async fn start_control_plane(env: &mut DevEnv, opts: &Options) -> Result<(), DevEnvError> {
     let cp = ControlPlane::builder()
@@ -102,6 +323,15 @@ async fn start_control_plane(env: &mut DevEnv, opts: &Options) -> Result<(), Dev
 impl DevEnv {
     /// Stops everything started, newest first.
     pub async fn stop(&mut self) {
+        if let Some(mut catalogd) = self.catalogd.take() {
+            tokio::task::spawn_blocking(move || catalogd.stop(Duration::from_secs(10)))
+                .await
+                .ok();
+        }
+        self.scratch.take();
+        if let Some(registry) = self.registry.take() {
+            registry.stop().await;
+        }
         if let Some(cp) = self.control_plane.take() {
             cp.stop().await;
         }

@@ -38,6 +38,8 @@ pub struct Options<'a> {
     pub leader_election_namespace: Option<&'a str>,
     /// Leader-election identity (as `POD_NAME` gives it in a cluster).
     pub identity: Option<&'a str>,
+    /// Kubeconfig to run with (default: the cluster admin's).
+    pub kubeconfig: Option<PathBuf>,
 }
 
 fn free_port() -> u16 {
@@ -59,7 +61,11 @@ impl Catalogd {
         let mut spec = Spec::new("catalogd", bin, logs.path())
             .arg("run")
             .arg("--kubeconfig")
-            .arg(env.kubeconfig_path())
+            .arg(
+                opts.kubeconfig
+                    .clone()
+                    .unwrap_or_else(|| env.kubeconfig_path().to_path_buf()),
+            )
             .args([
                 "--catalogs-server-addr",
                 &format!("127.0.0.1:{content_port}"),
@@ -201,6 +207,7 @@ async fn new_catalogd(registry: &Registry, cache: &tempfile::TempDir) -> Catalog
         cache: cache.path().to_path_buf(),
         leader_election_namespace: None,
         identity: None,
+        kubeconfig: None,
     })
     .await
 }
@@ -486,6 +493,7 @@ async fn a_restarted_catalogd_serves_stored_content_without_pulling_again() {
         cache: cache.path().to_path_buf(),
         leader_election_namespace: None,
         identity: None,
+        kubeconfig: None,
     })
     .await;
     let api = catalogs().await;
@@ -518,6 +526,7 @@ async fn a_restarted_catalogd_serves_stored_content_without_pulling_again() {
         cache: cache.path().to_path_buf(),
         leader_election_namespace: None,
         identity: None,
+        kubeconfig: None,
     })
     .await;
     let after = second.get(&path).await;
@@ -619,6 +628,7 @@ async fn every_replica_serves_content_and_a_follower_takes_over_when_the_leader_
             cache,
             leader_election_namespace: Some(&ns),
             identity: Some(id),
+            kubeconfig: None,
         })
     };
     let a = start(cache_a.path().to_path_buf(), "replica-a").await;
@@ -692,4 +702,158 @@ async fn every_replica_serves_content_and_a_follower_takes_over_when_the_leader_
         })
         .await;
     let _ = namespaces.delete(&ns, &DeleteParams::default()).await;
+}
+
+/// The RBAC manifests in `config/rbac/catalogd`, moved into `namespace` and renamed with `suffix`
+/// so parallel runs do not collide.
+fn catalogd_rbac(namespace: &str, suffix: &str) -> Vec<serde_json::Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/rbac/catalogd");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)
+                .unwrap()
+                .replace("olmv1-system", namespace)
+                .replace(
+                    "catalogd-manager-role",
+                    &format!("catalogd-manager-role-{suffix}"),
+                )
+                .replace(
+                    "catalogd-manager-rolebinding",
+                    &format!("catalogd-manager-rolebinding-{suffix}"),
+                );
+            serde_saphyr::from_str::<serde_json::Value>(&text).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn catalogd_works_with_only_the_permissions_its_rbac_manifests_grant() {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let ns = unique_name("catalogd-rbac");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &Namespace {
+                metadata: ObjectMeta {
+                    name: Some(ns.clone()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            },
+        )
+        .await
+        .unwrap();
+    let suffix = ns.rsplit('-').next().unwrap().to_string();
+    let pp = PostParams::default();
+    for object in catalogd_rbac(&ns, &suffix) {
+        match object["kind"].as_str().unwrap() {
+            "ServiceAccount" => drop(
+                Api::<ServiceAccount>::namespaced(client.clone(), &ns)
+                    .create(&pp, &serde_json::from_value(object).unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            "ClusterRole" => drop(
+                Api::<ClusterRole>::all(client.clone())
+                    .create(&pp, &serde_json::from_value(object).unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            "ClusterRoleBinding" => drop(
+                Api::<ClusterRoleBinding>::all(client.clone())
+                    .create(&pp, &serde_json::from_value(object).unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            "Role" => drop(
+                Api::<Role>::namespaced(client.clone(), &ns)
+                    .create(&pp, &serde_json::from_value(object).unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            "RoleBinding" => drop(
+                Api::<RoleBinding>::namespaced(client.clone(), &ns)
+                    .create(&pp, &serde_json::from_value(object).unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            other => panic!("unexpected kind {other} in config/rbac/catalogd"),
+        }
+    }
+    let token = env
+        .control_plane
+        .service_account_token(&ns, "catalogd-controller-manager")
+        .await
+        .unwrap();
+    let kubeconfig = env
+        .control_plane
+        .write_kubeconfig(
+            &format!("{ns}.kubeconfig"),
+            &olm_e2e::control_plane::kubeconfig::Credential::Token(token),
+        )
+        .unwrap();
+
+    let repo = unique_name("rbac");
+    push_catalog(&env.registry, &format!("{repo}:v1"), &fixture("v1"))
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let catalogd = Catalogd::start(Options {
+        instance: unique_name("cd"),
+        registry: &env.registry,
+        cache: cache.path().to_path_buf(),
+        leader_election_namespace: Some(&ns),
+        identity: Some("rbac-replica"),
+        kubeconfig: Some(kubeconfig),
+    })
+    .await;
+    let api = catalogs().await;
+    let name = unique_name("rbac");
+    api.create(
+        &pp,
+        &catalogd.catalog(&name, &env.registry.image(&format!("{repo}:v1")), None),
+    )
+    .await
+    .unwrap();
+    let served = catalogd.wait_serving(&api, &name).await;
+    assert!(
+        served
+            .finalizers()
+            .iter()
+            .any(|f| f == "olm.operatorframework.io/delete-server-cache")
+    );
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    catalogd
+        .eventually("the catalog to be deleted", || async {
+            api.get_opt(&name).await.unwrap().is_none().then_some(())
+        })
+        .await;
+    assert!(
+        !catalogd.log_tail().contains("forbidden"),
+        "RBAC denial in the log:\n{}",
+        catalogd.log_tail()
+    );
+    let _ = namespaces.delete(&ns, &DeleteParams::default()).await;
+    let _ = Api::<ClusterRole>::all(client.clone())
+        .delete(
+            &format!("catalogd-manager-role-{suffix}"),
+            &DeleteParams::default(),
+        )
+        .await;
+    let _ = Api::<ClusterRoleBinding>::all(client)
+        .delete(
+            &format!("catalogd-manager-rolebinding-{suffix}"),
+            &DeleteParams::default(),
+        )
+        .await;
 }
