@@ -49,15 +49,15 @@ pub enum ResolveError {
         source: FetchError,
     },
     #[error("error walking catalogs: error finding upgrade edges: {0}")]
-    UpgradeEdges(#[source] InstalledVersionError),
+    UpgradeEdges(#[source] Box<InstalledVersionError>),
     #[error("{0}")]
-    NoBundle(ResolutionFailure),
+    NoBundle(Box<ResolutionFailure>),
     #[error("{0}")]
-    Ambiguous(ResolutionFailure),
+    Ambiguous(Box<ResolutionFailure>),
     #[error("error getting resolved bundle version for bundle {}: {source}", go_quote(.bundle))]
     ResolvedBundleVersion {
         bundle: String,
-        source: BundleVersionError,
+        source: Box<BundleVersionError>,
     },
     #[error(
         "validating bundle {}: bundle {} has a dependency declared via property {} which is currently not supported",

@@ -223,7 +223,9 @@ impl<'a> Resolver<'a> {
             && walk.successors.is_none()
             && let Some(installed) = self.installed
         {
-            walk.successors = Some(Successors::new(installed).map_err(ResolveError::UpgradeEdges)?);
+            walk.successors = Some(
+                Successors::new(installed).map_err(|e| ResolveError::UpgradeEdges(Box::new(e)))?,
+            );
         }
         let rules = CandidateRules {
             channels: &self.filter.channels,
@@ -267,13 +269,13 @@ impl<'a> Resolver<'a> {
         if picks.len() != 1 {
             let mut catalogs: Vec<String> = picks.iter().map(|p| p.catalog.clone()).collect();
             catalogs.sort();
-            let failure = ResolutionFailure {
+            let failure = Box::new(ResolutionFailure {
                 package: self.package().to_owned(),
                 version: self.filter.version.clone().unwrap_or_default(),
                 channels: self.filter.channels.clone(),
                 installed_version: self.installed.map(|i| i.version.clone()),
                 catalogs,
-            };
+            });
             return Err(if picks.is_empty() {
                 ResolveError::NoBundle(failure)
             } else {
@@ -288,7 +290,7 @@ impl<'a> Resolver<'a> {
                 .clone()
                 .map_err(|source| ResolveError::ResolvedBundleVersion {
                     bundle: chosen.bundle.name.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
         if let Some(p) = chosen.bundle.properties.iter().find(|p| {
             matches!(
