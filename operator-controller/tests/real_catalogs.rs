@@ -25,10 +25,11 @@ fn community() -> DirSource {
     DirSource::open(shared_data().join("catalogs/community-operators-prod/catalogs/v4.22")).unwrap()
 }
 
+type Loaded = Mutex<HashMap<(PathBuf, String), Arc<PackageContent>>>;
+
 /// Each package is read once per test binary.
 fn load(source: &DirSource, package: &str) -> Arc<PackageContent> {
-    static LOADED: OnceLock<Mutex<HashMap<(PathBuf, String), Arc<PackageContent>>>> =
-        OnceLock::new();
+    static LOADED: OnceLock<Loaded> = OnceLock::new();
     let key = (source.root().to_path_buf(), package.to_owned());
     let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap();
     loaded
