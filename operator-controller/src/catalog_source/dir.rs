@@ -22,12 +22,12 @@
 //! (`catalogd validate DIR` checks everything).
 
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use memchr::memmem;
 use olm_api::fbc::indexignore::{INDEX_IGNORE_FILE, IgnoreMatcher};
-use olm_api::fbc::{LoadError, WalkError, walk_metas_reader};
+use olm_api::fbc::{DeclarativeConfig, LoadError};
 
 use crate::resolve::PackageContent;
 
@@ -80,23 +80,29 @@ impl DirSource {
     pub fn package(&self, package: &str) -> Result<PackageContent, DirError> {
         let mut builder = PackageContent::builder(package);
         let needle = Needle::new(package);
+        // One buffer for every file: the largest file is allocated once, not each file.
+        let mut buf = Vec::new();
         let mut visit = |path: &Path| -> Result<(), DirError> {
-            let bytes = fs::read(path).map_err(|source| DirError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
-            if !needle.may_occur_in(&bytes) {
+            buf.clear();
+            File::open(path)
+                .and_then(|mut f| f.read_to_end(&mut buf))
+                .map_err(|source| DirError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+            if !needle.may_occur_in(&buf) {
                 return Ok(());
             }
             let shown = path.display().to_string();
-            walk_metas_reader(&bytes[..], &shown, |meta| {
-                builder.push(meta).map_err(WalkError::callback)
-            })
-            .map_err(|e| DirError::Load {
-                package: package.to_owned(),
-                path: shown.clone(),
-                source: LoadError::Walk(e),
-            })
+            let cfg = DeclarativeConfig::from_reader(&buf[..], &shown).map_err(|source| {
+                DirError::Load {
+                    package: package.to_owned(),
+                    path: shown.clone(),
+                    source,
+                }
+            })?;
+            builder.push_config(cfg);
+            Ok(())
         };
         let meta = fs::metadata(&self.root).map_err(|source| DirError::Io {
             path: self.root.display().to_string(),

@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use olm_api::fbc::{LoadError, SCHEMA_PACKAGE, WalkError, walk_metas_reader};
+use olm_api::fbc::{DeclarativeConfig, LoadError, SCHEMA_PACKAGE};
 use reqwest::{StatusCode, Url};
 use tokio::sync::OnceCell;
 
@@ -240,21 +240,24 @@ impl CatalogdClient {
         let package = package.to_owned();
         tokio::task::spawn_blocking(move || {
             let mut builder = PackageContent::builder(&package);
-            let mut add = |body: &[u8], url: &Url, wanted: &dyn Fn(&str) -> bool| {
-                walk_metas_reader(body, url.as_str(), |meta| {
-                    if wanted(&meta.schema) {
-                        builder.push(meta).map_err(WalkError::callback)?;
+            let load = |body: &[u8], url: &Url| {
+                DeclarativeConfig::from_reader(body, url.as_str()).map_err(|source| {
+                    FetchError::Parse {
+                        url: url.to_string(),
+                        source,
                     }
-                    Ok(())
-                })
-                .map_err(|e| FetchError::Parse {
-                    url: url.to_string(),
-                    source: LoadError::Walk(e),
                 })
             };
-            add(&package_body, &package_url, &|s| s == SCHEMA_PACKAGE)?;
+            let mut packages = load(&package_body, &package_url)?;
             // Only the first answer may contribute the package object, as in upstream's cache.
-            add(&objects_body, &objects_url, &|s| s != SCHEMA_PACKAGE)?;
+            packages.channels.clear();
+            packages.bundles.clear();
+            packages.deprecations.clear();
+            packages.others.clear();
+            builder.push_config(packages);
+            let mut objects = load(&objects_body, &objects_url)?;
+            objects.packages.clear();
+            builder.push_config(objects);
             Ok(builder.finish())
         })
         .await

@@ -173,6 +173,36 @@ impl PackageContentBuilder {
         Ok(())
     }
 
+    /// Adds the objects of a loaded stream that belong to the package, in stream order (one
+    /// parse per object, unlike [`PackageContentBuilder::push`] which re-reads canonical bytes).
+    pub fn push_config(&mut self, cfg: DeclarativeConfig) {
+        for p in cfg.packages {
+            if p.name == self.name {
+                self.package = Some(p);
+            }
+        }
+        for c in cfg.channels {
+            if c.package == self.name {
+                self.channels.insert(file_key(&c.name), c);
+            }
+        }
+        for b in cfg.bundles {
+            if b.package == self.name {
+                self.bundles.insert(file_key(&b.name), b);
+            }
+        }
+        for d in cfg.deprecations {
+            if d.package == self.name {
+                self.deprecation = Some(d);
+            }
+        }
+        for m in cfg.others {
+            if self.wants(&m) {
+                self.others.insert((m.schema, m.name), ());
+            }
+        }
+    }
+
     /// Parses versions and ranges once and returns the content.
     pub fn finish(self) -> PackageContent {
         let channels = self
