@@ -55,7 +55,7 @@ fn serve(storage: Storage, nodelay: bool) -> std::net::SocketAddr {
         rt.block_on(async move {
             use axum::serve::ListenerExt;
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let listener = listener.tap_io(|tcp| {
+            let listener = listener.tap_io(move |tcp| {
                 if nodelay {
                     let _ = tcp.set_nodelay(true);
                 }
