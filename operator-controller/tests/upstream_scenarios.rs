@@ -842,6 +842,15 @@ fn releases_rank_above_the_plain_version_and_ranges_ignore_them() {
     let catalogs = vec![cat("c", content(p, &lines.join("\n")))];
     let run = |range: &str| version_of(&resolve_in(&filter(p, &[], range, CP), None, &catalogs));
     assert_eq!(run("1.0.0"), "1.0.0+2");
+    // The status records the release folded back into build metadata, as upstream does.
+    let r = resolve_in(&filter(p, &[], "1.0.0", CP), None, &catalogs).unwrap();
+    assert_eq!(
+        r.bundle_metadata(),
+        olm_api::v1::BundleMetadata {
+            name: "rel.v1.0.0+2".into(),
+            version: "1.0.0+2".into()
+        }
+    );
     assert_eq!(run("1.0.0+1"), "1.0.0+2");
     assert_eq!(run("<2.0.0"), "1.0.0+2");
     assert_eq!(run(">=2.0.0"), "2.0.0");

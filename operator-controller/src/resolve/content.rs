@@ -17,7 +17,7 @@
 //! upstream reads the cache in. Order only matters for ties (two bundles with equal version and
 //! release), which upstream breaks by this order too when it reads the cache sequentially.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use olm_api::fbc::property::TYPE_PACKAGE;
 use olm_api::fbc::{
@@ -83,7 +83,7 @@ impl PackageContent {
             channels: BTreeMap::new(),
             bundles: BTreeMap::new(),
             deprecation: None,
-            others: BTreeMap::new(),
+            others: BTreeSet::new(),
         }
     }
 
@@ -137,7 +137,7 @@ pub struct PackageContentBuilder {
     channels: BTreeMap<Vec<u8>, Channel>,
     bundles: BTreeMap<Vec<u8>, Bundle>,
     deprecation: Option<Deprecation>,
-    others: BTreeMap<(String, String), ()>,
+    others: BTreeSet<(String, String)>,
 }
 
 impl PackageContentBuilder {
@@ -168,7 +168,7 @@ impl PackageContentBuilder {
         } else if let Some(d) = one.deprecations.pop() {
             self.deprecation = Some(d);
         } else {
-            self.others.insert(key, ());
+            self.others.insert(key);
         }
         Ok(())
     }
@@ -198,7 +198,7 @@ impl PackageContentBuilder {
         }
         for m in cfg.others {
             if self.wants(&m) {
-                self.others.insert((m.schema, m.name), ());
+                self.others.insert((m.schema, m.name));
             }
         }
     }

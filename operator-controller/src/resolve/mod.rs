@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 use olm_api::fbc::property::{TYPE_CONSTRAINT, TYPE_GVK_REQUIRED, TYPE_PACKAGE_REQUIRED};
 use olm_api::fbc::{Bundle, Deprecation};
-use olm_api::v1::{CatalogFilter, METADATA_NAME_LABEL, UpgradeConstraintPolicy};
+use olm_api::v1::{BundleMetadata, CatalogFilter, METADATA_NAME_LABEL, UpgradeConstraintPolicy};
 use olm_api::version::masterminds::Constraints;
 use olm_api::version::release::VersionRelease;
 
@@ -107,6 +107,14 @@ impl Resolution {
     /// into build metadata, `1.0.0+2`).
     pub fn status_version(&self) -> String {
         self.version.to_string()
+    }
+
+    /// `status.install.bundle` once this bundle is installed.
+    pub fn bundle_metadata(&self) -> BundleMetadata {
+        BundleMetadata {
+            name: self.bundle.name.clone(),
+            version: self.status_version(),
+        }
     }
 }
 
