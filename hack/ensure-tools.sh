@@ -25,7 +25,20 @@ if [[ -z "${registry}" ]]; then
     log "fetching Debian's docker-registry package (unpacked only; its service is never started)"
     tmp="$(mktemp -d)"
     trap 'rm -rf "${tmp}"' EXIT
-    (cd "${tmp}" && apt-get download docker-registry >&2) || {
+    # As root, apt downloads as its unprivileged _apt user, which cannot write to our private
+    # temporary directory; the download is for unpacking only, so let root fetch it directly.
+    apt_opts=()
+    if [[ "$(id -u)" == 0 ]]; then apt_opts=(-o APT::Sandbox::User=root); fi
+    download() { (cd "${tmp}" && apt-get download -q "${apt_opts[@]}" docker-registry >&2); }
+    if ! download; then
+      # A fresh machine may have no package lists yet.
+      if [[ "$(id -u)" == 0 ]]; then
+        log "apt-get download failed; running apt-get update and retrying"
+        apt-get update -qq >&2 && download
+      else
+        false
+      fi
+    fi || {
       log "apt-get download docker-registry failed; run 'apt-get update' (as root) and retry"
       exit 1
     }

@@ -4,5 +4,6 @@
 
 pub mod crd;
 pub mod fbc;
+pub mod openshift;
 pub mod v1;
 pub mod version;

@@ -94,6 +94,7 @@ impl AccessLogEntry {
 }
 
 /// A running (or stopped, restartable) registry.
+#[derive(Debug)]
 pub struct Registry {
     bin: PathBuf,
     dir: tempfile::TempDir,

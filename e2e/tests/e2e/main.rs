@@ -1,0 +1,15 @@
+//! End-to-end tests against a real control plane on loopback.
+//!
+//! Every end-to-end test is in this one binary so the shared environment ([`olm_e2e::shared`])
+//! starts once per run. Tests run in parallel against it: each uses its own namespaces and
+//! uniquely named cluster-scoped objects. The binaries come from `OLM_TEST_ASSETS` (`make test`
+//! sets it); when they are missing every test fails with instructions.
+#![allow(clippy::unwrap_used)]
+
+mod admission_cluster_catalog;
+mod admission_cluster_extension;
+mod control_plane;
+mod dev_env;
+mod loopback;
+mod openshift;
+mod support;

@@ -1,0 +1,143 @@
+//! Helpers shared by the end-to-end tests.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::core::Status;
+use olm_api::v1::{ClusterCatalog, ClusterExtension};
+use serde_json::Value;
+
+pub use olm_e2e::test_env::unique_name;
+
+/// The API resource of ClusterExtension, for sending arbitrary (also invalid) JSON.
+pub fn cluster_extensions(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &ApiResource::erase::<ClusterExtension>(&()))
+}
+
+/// The API resource of ClusterCatalog, for sending arbitrary (also invalid) JSON.
+pub fn cluster_catalogs(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &ApiResource::erase::<ClusterCatalog>(&()))
+}
+
+/// Creates an object from JSON (which may be invalid on purpose).
+pub async fn create(api: &Api<DynamicObject>, body: Value) -> Result<DynamicObject, kube::Error> {
+    let object: DynamicObject = serde_json::from_value(body).unwrap();
+    api.create(&PostParams::default(), &object).await
+}
+
+/// Deletes a cluster-scoped object, ignoring "not found".
+pub async fn delete(api: &Api<DynamicObject>, object: &DynamicObject) {
+    if let Some(name) = object.metadata.name.as_deref() {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+    }
+}
+
+/// The Status the API server answered with; panics (test failure) on other errors.
+pub fn api_status(err: &kube::Error) -> &Status {
+    match err {
+        kube::Error::Api(status) => status,
+        other => panic!("expected an API error, got {other}"),
+    }
+}
+
+/// Outcome of one table case, for a single report at the end of a table test.
+#[derive(Default)]
+pub struct Report {
+    failures: Vec<String>,
+    cases: usize,
+}
+
+impl Report {
+    /// Records that `case` should have been accepted.
+    pub fn expect_accepted<T>(&mut self, case: &str, result: &Result<T, kube::Error>) {
+        self.cases += 1;
+        if let Err(e) = result {
+            self.failures
+                .push(format!("{case}: expected acceptance, got: {e}"));
+        }
+    }
+
+    /// Records that `case` should have been rejected with a message containing every string of
+    /// `wanted`.
+    pub fn expect_rejected<T>(
+        &mut self,
+        case: &str,
+        result: &Result<T, kube::Error>,
+        wanted: &[&str],
+    ) {
+        self.cases += 1;
+        match result {
+            Ok(_) => self.failures.push(format!(
+                "{case}: expected rejection with {wanted:?}, but it was accepted"
+            )),
+            Err(e) => {
+                let message = &api_status(e).message;
+                for w in wanted {
+                    if !message.contains(w) {
+                        self.failures
+                            .push(format!("{case}: message lacks {w:?}; got: {message}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records that `case` should have been rejected with exactly `wanted.len()` causes, each
+    /// message of `wanted` appearing in the API server's message.
+    pub fn expect_exact_causes<T>(
+        &mut self,
+        case: &str,
+        result: &Result<T, kube::Error>,
+        wanted: &[String],
+    ) {
+        if wanted.is_empty() {
+            return self.expect_accepted(case, result);
+        }
+        let refs: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        self.expect_rejected(case, result, &refs);
+        if let Err(e) = result {
+            let causes = api_status(e)
+                .details
+                .as_ref()
+                .map(|d| d.causes.len())
+                .unwrap_or(0);
+            if causes != wanted.len() {
+                self.failures.push(format!(
+                    "{case}: expected {} error(s), the API server reported {causes}: {}",
+                    wanted.len(),
+                    api_status(e).message
+                ));
+            }
+        }
+    }
+
+    /// Fails the test listing every failed case.
+    pub fn assert_all_passed(self, table: &str) {
+        assert!(
+            self.failures.is_empty(),
+            "{table}: {} of {} cases failed:\n{}",
+            self.failures.len(),
+            self.cases,
+            self.failures.join("\n")
+        );
+    }
+}
+
+/// Polls `check` until it returns `Some`. The bound only keeps a broken environment from hanging
+/// the run; it is far above what any healthy run needs and is not a performance assertion.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    const BOUND: Duration = Duration::from_secs(120);
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(start.elapsed() < BOUND, "gave up waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
