@@ -2,7 +2,7 @@
 //! a package's content fetched from catalogd over HTTP (cold: empty cache), served from the cache
 //! (warm), resolution alone, and the directory source.
 //!
-//! Run: `cargo bench -p operator-controller --bench resolve [-- [--server-nodelay=false] PACKAGE...]`.
+//! Run: `cargo bench -p operator-controller --bench resolve [-- [--server-nodelay=false] [--no-gzip] PACKAGE...]`.
 //! catalogd is the real content API (`catalogd::http::router`) on 127.0.0.1 in this process (its
 //! own thread and runtime), fed by `catalogd::ingest::ingest_dir`, as `catalogd serve` runs it.
 //! Prints the best and median of several runs; results are recorded in docs/PERFORMANCE.md.
@@ -87,6 +87,11 @@ fn main() {
     let all: Vec<String> = std::env::args().skip(1).collect();
     // `--server-nodelay=false` serves like a server that leaves Nagle's algorithm on.
     let nodelay = !all.iter().any(|a| a == "--server-nodelay=false");
+    // `--no-gzip` fetches uncompressed answers.
+    let options = ClientOptions {
+        accept_gzip: !all.iter().any(|a| a == "--no-gzip"),
+        ..ClientOptions::default()
+    };
     let args: Vec<String> = all.into_iter().filter(|a| !a.starts_with("--")).collect();
     let packages: Vec<String> = if args.is_empty() {
         [
@@ -108,7 +113,10 @@ fn main() {
     ingest_dir(&storage, "catalog", "sha256:bench", &dir).unwrap();
     println!("catalogd ingest: {:.2} s", t.elapsed().as_secs_f64());
     let addr = serve(storage, nodelay);
-    println!("server TCP_NODELAY: {nodelay}");
+    println!(
+        "server TCP_NODELAY: {nodelay}; client accepts gzip: {}",
+        options.accept_gzip
+    );
     let base = Url::parse(&format!("http://{addr}/catalogs/catalog")).unwrap();
     let endpoint = CatalogEndpoint {
         name: "catalog".into(),
@@ -151,7 +159,7 @@ fn main() {
         let mut note = String::new();
         for _ in 0..RUNS {
             let t = Instant::now();
-            let client = CatalogdClient::new(ClientOptions::default()).unwrap();
+            let client = CatalogdClient::new(options.clone()).unwrap();
             let content = rt.block_on(client.package(&endpoint, package)).unwrap();
             note = resolve(content, None);
             times.push(t.elapsed());
@@ -163,7 +171,7 @@ fn main() {
         );
 
         // Cold for the cache but with a live connection, as after a catalog update.
-        let client = CatalogdClient::new(ClientOptions::default()).unwrap();
+        let client = CatalogdClient::new(options.clone()).unwrap();
         rt.block_on(client.package(&endpoint, package)).unwrap();
         let mut times = Vec::new();
         for _ in 0..RUNS {

@@ -182,6 +182,26 @@ async fn answers_are_requested_and_decoded_as_gzip() {
             .any(|(uri, _, enc)| uri.ends_with("package=infinispan") && enc == "gzip"),
         "{log:?}"
     );
+    drop(log);
+
+    // Without gzip the same content arrives uncompressed.
+    let plain = CatalogdClient::new(ClientOptions {
+        accept_gzip: false,
+        ..fast_options()
+    })
+    .unwrap();
+    let again = plain
+        .package(&endpoint("community", &url, None), "infinispan")
+        .await
+        .unwrap();
+    assert_eq!(summary(&again), summary(&content));
+    let log = seen.log.lock().unwrap();
+    assert!(
+        log[2..]
+            .iter()
+            .all(|(_, accept, enc)| !accept.contains("gzip") && enc.is_empty()),
+        "{log:?}"
+    );
 }
 
 #[tokio::test]

@@ -54,6 +54,10 @@ pub struct ClientOptions {
     pub backoff: Duration,
     /// PEM certificates trusted in addition to the system's (catalogd's serving CA).
     pub extra_ca_pem: Option<Vec<u8>>,
+    /// Ask for gzip-compressed answers (upstream's client does). catalogd compresses `/metas`
+    /// answers per request, which costs more than it saves on a fast link for multi-MB
+    /// packages; see docs/PERFORMANCE.md.
+    pub accept_gzip: bool,
 }
 
 impl Default for ClientOptions {
@@ -64,6 +68,7 @@ impl Default for ClientOptions {
             attempts: 3,
             backoff: Duration::from_millis(250),
             extra_ca_pem: None,
+            accept_gzip: true,
         }
     }
 }
@@ -157,6 +162,7 @@ impl CatalogdClient {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .timeout(options.timeout)
+            .gzip(options.accept_gzip)
             .user_agent(concat!("operator-controller/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = &options.extra_ca_pem {
             let certs = reqwest::Certificate::from_pem_bundle(pem)
