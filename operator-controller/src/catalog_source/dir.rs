@@ -22,7 +22,7 @@
 //! (`catalogd validate DIR` checks everything).
 
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use memchr::memmem;
@@ -80,16 +80,13 @@ impl DirSource {
     pub fn package(&self, package: &str) -> Result<PackageContent, DirError> {
         let mut builder = PackageContent::builder(package);
         let needle = Needle::new(package);
-        // One buffer for every file: the largest file is allocated once, not each file.
-        let mut buf = Vec::new();
         let mut visit = |path: &Path| -> Result<(), DirError> {
-            buf.clear();
-            File::open(path)
-                .and_then(|mut f| f.read_to_end(&mut buf))
-                .map_err(|source| DirError::Io {
-                    path: path.display().to_string(),
-                    source,
-                })?;
+            // `fs::read` sizes the buffer from the file length: one allocation, one read
+            // (measured faster than re-using a buffer with `read_to_end`).
+            let buf = fs::read(path).map_err(|source| DirError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
             if !needle.may_occur_in(&buf) {
                 return Ok(());
             }
