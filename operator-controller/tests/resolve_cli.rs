@@ -546,3 +546,100 @@ fn an_unreachable_catalog_url_is_a_resolution_failure() {
         "{err}"
     );
 }
+
+#[test]
+fn https_catalog_urls_are_trusted_through_the_ca_file() {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "test ca");
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let files = catalogd::server::TlsFiles {
+        cert: tmp.path().join("tls.crt"),
+        key: tmp.path().join("tls.key"),
+    };
+    std::fs::write(&files.key, leaf_key.serialize_pem()).unwrap();
+    std::fs::write(&files.cert, leaf.pem()).unwrap();
+    let ca_file = tmp.path().join("ca.pem");
+    std::fs::write(&ca_file, ca_cert.pem()).unwrap();
+
+    let storage = Storage::open(tmp.path().join("storage")).unwrap();
+    let dir = certified_dir().join("kubecost-operator");
+    ingest_dir(&storage, "secure", "sha256:tls", &dir).unwrap();
+    let bound = catalogd::server::bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let url = format!("https://127.0.0.1:{}/catalogs/secure", bound.addr.port());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(bound.serve(
+            catalogd::http::router(storage, Metrics::new()),
+            Some(files),
+            std::future::pending(),
+        ))
+        .unwrap();
+    });
+
+    let args = ["--catalog", url.as_str(), "--package", "kubecost-operator"];
+    let mut trusted = None;
+    // The server thread may still be starting: retry briefly on connection errors only.
+    for _ in 0..50 {
+        let out = resolve(
+            &[
+                &args[..],
+                &["--catalogd-ca-file", ca_file.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        if out.status.success() || !stderr(&out).contains("onnect") {
+            trusted = Some(out);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = trusted.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["catalog"].as_str(), v["bundle"]["version"].as_str()),
+        (Some("secure"), Some("3.2.4"))
+    );
+
+    // Without the CA the certificate is not trusted: a resolution failure naming the catalog.
+    let out = resolve(&args);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with(r#"error walking catalogs: error getting package "kubecost-operator" from catalog "secure": failed to fetch https://"#),
+        "{}",
+        stderr(&out)
+    );
+    // An unreadable CA file is a usage error.
+    let out = resolve(
+        &[
+            &args[..],
+            &[
+                "--catalogd-ca-file",
+                tmp.path().join("none.pem").to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("failed to read CA file"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -291,7 +291,7 @@ impl CatalogdClient {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let transport = |e: reqwest::Error| FetchError::Transport {
             url: url.to_string(),
-            message: error_chain(&e),
+            message: error_chain(&e.without_url()),
         };
         let response = self.http.get(url.clone()).send().await.map_err(transport)?;
         if response.status() != StatusCode::OK {
