@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 /// `fmt.Sprintf("%q", s)`.
-pub(crate) fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

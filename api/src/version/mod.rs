@@ -15,7 +15,7 @@
 //! `comparator`), so a range is parsed once and matching a version allocates nothing.
 
 mod comparator;
-mod go_text;
+pub mod go_text;
 
 pub mod blang;
 pub mod masterminds;
