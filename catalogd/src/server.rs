@@ -11,7 +11,8 @@ use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum_server::Handle;
-use axum_server::tls_rustls::RustlsConfig;
+use axum_server::accept::NoDelayAcceptor;
+use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 
 /// How long in-flight responses may continue after shutdown starts (upstream: 30 s).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -112,8 +113,9 @@ impl Bound {
                         source,
                     })?;
                 tokio::spawn(reload_on_change(config.clone(), files, cert_poll));
-                axum_server::from_tcp_rustls(self.listener, config)
+                axum_server::from_tcp(self.listener)
                     .map_err(|source| ServerError::Serve { addr, source })?
+                    .acceptor(RustlsAcceptor::new(config).acceptor(NoDelayAcceptor))
                     .handle(handle)
                     .serve(service)
                     .await

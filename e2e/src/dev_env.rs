@@ -281,6 +281,17 @@ async fn apply_sample_catalog(env: &mut DevEnv) -> Result<(), DevEnvError> {
             format!("curl -sI --compressed {base}/api/v1/all"),
         ],
     );
+    if let Ok(resolve) = Assets::products().and_then(|a| a.binary("operator-controller")) {
+        let resolve = resolve.display();
+        env.try_commands.splice(
+            6..6,
+            [
+                format!("{resolve} resolve --catalog {base} --package example-operator"),
+                format!("{resolve} resolve --catalog {base} --package example-operator --installed-bundle example-operator.v1.0.0 --installed-version 1.0.0 --channel stable"),
+                format!("{resolve} resolve --catalog {base} --package example-operator --version '>=3.0.0'; echo \"exit $?\""),
+            ],
+        );
+    }
     Ok(())
 }
 
