@@ -113,7 +113,10 @@ async fn start_registry(env: &mut DevEnv) -> Result<(), DevEnvError> {
     let registry = Registry::start()
         .await
         .map_err(DevEnvError::step("registry"))?;
-    println!("olm-dev-env: registry at {}", registry.host());
+    match registry.pid() {
+        Some(pid) => println!("olm-dev-env: registry at {} (pid {pid})", registry.host()),
+        None => println!("olm-dev-env: registry at {}", registry.host()),
+    }
     env.registry = Some(registry);
     Ok(())
 }
@@ -195,7 +198,8 @@ async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     println!(
-        "olm-dev-env: catalogd serving on 127.0.0.1:{content}, metrics and health on 127.0.0.1:{health}; log {}",
+        "olm-dev-env: catalogd (pid {}) serving on 127.0.0.1:{content}, metrics and health on 127.0.0.1:{health}; log {}",
+        process.pid().unwrap_or_default(),
         process.log_path().display()
     );
     env.try_commands.push(format!(

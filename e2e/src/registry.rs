@@ -105,6 +105,11 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The registry process's PID while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(std::process::Child::id)
+    }
+
     /// An anonymous plain-HTTP registry.
     pub async fn start() -> Result<Registry, RegistryError> {
         Self::start_with(RegistryOptions::default()).await

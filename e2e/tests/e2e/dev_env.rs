@@ -22,12 +22,14 @@ struct DevEnv {
 /// Starts `olm-dev-env run --tier apiserver` and reads its output until it is ready. It runs under
 /// `setpriv --pdeathsig KILL` so a failing test cannot leave it behind.
 async fn start_dev_env() -> DevEnv {
+    let stderr_file = tempfile::NamedTempFile::new().unwrap();
     let mut child = Command::new("setpriv")
         .args(["--pdeathsig", "KILL", "--"])
         .arg(env!("CARGO_BIN_EXE_olm-dev-env"))
         .args(["run", "--tier", "apiserver"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr_file.reopen().unwrap()))
         .kill_on_drop(true)
         .spawn()
         .unwrap();
@@ -39,26 +41,32 @@ async fn start_dev_env() -> DevEnv {
         if let Some(path) = line.trim().strip_prefix("export KUBECONFIG=") {
             kubeconfig = Some(PathBuf::from(path));
         }
-        if line.starts_with("olm-dev-env: components:") {
-            component_pids = line
-                .split("(pid ")
+        // Every child the environment starts announces its PID as "(pid N)".
+        component_pids.extend(
+            line.split("(pid ")
                 .skip(1)
-                .map(|s| s.split(')').next().unwrap().parse().unwrap())
-                .collect();
-        }
+                .filter_map(|s| s.split(')').next().and_then(|p| p.parse::<u32>().ok())),
+        );
         let ready = line.contains("press Ctrl-C to stop");
         seen.push(line);
         if ready {
             break;
         }
     }
+    let stderr = std::fs::read_to_string(stderr_file.path()).unwrap_or_default();
     let kubeconfig = kubeconfig.unwrap_or_else(|| {
         panic!(
-            "olm-dev-env printed no KUBECONFIG; output:\n{}",
+            "olm-dev-env printed no KUBECONFIG; output:\n{}\nstderr:\n{stderr}",
             seen.join("\n")
         )
     });
-    assert_eq!(component_pids.len(), 2, "output:\n{}", seen.join("\n"));
+    // etcd, kube-apiserver, the registry and catalogd.
+    assert_eq!(
+        component_pids.len(),
+        4,
+        "output:\n{}\nstderr:\n{stderr}",
+        seen.join("\n")
+    );
     DevEnv {
         child,
         stdout,
