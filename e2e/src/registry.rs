@@ -5,23 +5,20 @@
 //! temporary directory, optionally with htpasswd authentication and/or TLS from a throwaway CA.
 //! Starts a child process and talks to it over loopback only.
 //!
-//! The child is started through `setpriv --pdeathsig KILL` so it cannot outlive the test process,
-//! and is killed on drop as well. The parent-death signal fires when the *thread* that forked
-//! exits, so children are forked from one dedicated thread that lives as long as the process:
-//! a registry started inside one test's runtime and shared with later tests keeps running.
+//! The child is a [`Supervised`] process: it cannot outlive the test process, is killed on drop,
+//! and keeps running when the test that started it ends (see [`crate::process`]).
 
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use olm_image::DockerConfig;
 use olm_image::pull::PullerConfig;
 use olm_image::push::PusherConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::process::{Spec, Supervised};
 
 /// Environment variable naming the docker-registry binary.
 pub const REGISTRY_BIN_ENV: &str = "OLM_REGISTRY_BIN";
@@ -101,13 +98,13 @@ pub struct Registry {
     port: u16,
     options: RegistryOptions,
     ca_pem: Option<String>,
-    child: Option<Child>,
+    process: Option<Supervised>,
 }
 
 impl Registry {
     /// The registry process's PID while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(std::process::Child::id)
+        self.process.as_ref().and_then(Supervised::pid)
     }
 
     /// An anonymous plain-HTTP registry.
@@ -131,7 +128,7 @@ impl Registry {
             port: 0,
             options,
             ca_pem: None,
-            child: None,
+            process: None,
         };
         registry.write_auth_and_tls()?;
         // A port picked by binding :0 can be taken by someone else before the registry binds it.
@@ -232,10 +229,9 @@ impl Registry {
 
     /// Stops serving (connections are refused) but keeps storage and port for [`Registry::restart`].
     pub async fn shut_down(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            // Reaping a SIGKILLed child is immediate.
-            let _ = child.wait();
+        if let Some(mut process) = self.process.take() {
+            // SIGKILL: an outage test wants the registry gone at once; reaping is immediate.
+            process.stop(Duration::ZERO);
         }
     }
 
@@ -308,37 +304,14 @@ impl Registry {
     }
 
     async fn spawn_and_wait(&mut self) -> Result<(), RegistryError> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.log_path())
-            .map_err(|source| RegistryError::Setup {
-                what: "log",
-                source,
-            })?;
-        let log_err = log.try_clone().map_err(|source| RegistryError::Setup {
-            what: "log",
-            source,
-        })?;
-        let mut command = if Path::new("/usr/bin/setpriv").exists() {
-            let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--pdeathsig", "KILL", "--"]).arg(&self.bin);
-            c
-        } else {
-            Command::new(&self.bin)
-        };
-        command
+        let spec = Spec::new("registry", &self.bin, self.dir.path())
             .arg("serve")
-            .arg(self.config_path())
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
-        let child =
-            spawn_from_long_lived_thread(command).map_err(|source| RegistryError::Setup {
-                what: "process",
-                source,
-            })?;
-        self.child = Some(child);
+            .arg(self.config_path());
+        let process = Supervised::start(spec).map_err(|e| RegistryError::Setup {
+            what: "process",
+            source: std::io::Error::other(e),
+        })?;
+        self.process = Some(process);
         match self.wait_ready().await {
             Ok(()) => Ok(()),
             Err(reason) => {
@@ -360,9 +333,7 @@ impl Registry {
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
         loop {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
+            if let Some(status) = self.process.as_mut().and_then(Supervised::try_exit_status) {
                 return Err(format!("process exited with {status}"));
             }
             if let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await {
@@ -385,47 +356,6 @@ impl Registry {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
-
-/// Forks `command` from a thread that never exits, so `--pdeathsig` fires only when the whole
-/// process ends, not when the calling test's thread does.
-fn spawn_from_long_lived_thread(command: Command) -> std::io::Result<Child> {
-    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("olm-e2e-spawner".into())
-            .spawn(move || {
-                for (mut command, reply) in rx {
-                    let _ = reply.send(command.spawn());
-                }
-            })
-            .map(|_| ())
-            .unwrap_or_else(|e| eprintln!("olm-e2e: cannot start the spawner thread: {e}"));
-        Mutex::new(tx)
-    });
-    let (reply_tx, reply_rx) = mpsc::channel();
-    let sent = spawner
-        .lock()
-        .map_err(|_| std::io::Error::other("spawner lock poisoned"))?
-        .send((command, reply_tx));
-    if sent.is_err() {
-        return Err(std::io::Error::other("spawner thread is not running"));
-    }
-    reply_rx
-        .recv()
-        .map_err(|_| std::io::Error::other("spawner thread stopped"))?
 }
 
 fn registry_binary() -> Result<PathBuf, RegistryError> {
