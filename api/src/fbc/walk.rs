@@ -146,17 +146,32 @@ pub(crate) fn walk_objects_dir<E: From<WalkError>>(
     root: &Path,
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
+    catalog_files(root, &mut |path: &Path| {
+        let file = File::open(path).map_err(|source| WalkError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        read_stream(file, Arc::from(path.display().to_string()), f)
+    })
+}
+
+/// Visits every catalog file under `root` in the order catalogd reads them: depth first, entries
+/// sorted by name bytes (Go's `fs.WalkDir`), skipping `.indexignore` files and what they ignore.
+/// A `root` that is a file is visited alone.
+pub fn catalog_files<E: From<WalkError>>(
+    root: &Path,
+    visit: &mut dyn FnMut(&Path) -> Result<(), E>,
+) -> Result<(), E> {
     let io_err = |path: &Path, source: io::Error| WalkError::Io {
         path: path.display().to_string(),
         source,
     };
     let meta = fs::metadata(root).map_err(|e| io_err(root, e))?;
     if !meta.is_dir() {
-        let file = File::open(root).map_err(|e| io_err(root, e))?;
-        return read_stream(file, Arc::from(root.display().to_string()), f);
+        return visit(root);
     }
     let matcher = IgnoreMatcher::load(root).map_err(|e| io_err(root, e))?;
-    walk_dir(root, &mut Vec::new(), &matcher, f)
+    visit_dir(root, &mut Vec::new(), &matcher, visit)
 }
 
 /// Directory entries sorted by name bytes, as Go's `fs.ReadDir`.
@@ -170,11 +185,11 @@ pub(crate) fn sorted_entries(dir: &Path) -> io::Result<Vec<DirEntry>> {
     Ok(entries)
 }
 
-fn walk_dir<E: From<WalkError>>(
+fn visit_dir<E: From<WalkError>>(
     dir: &Path,
     rel: &mut Vec<String>,
     matcher: &IgnoreMatcher,
-    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+    visit: &mut dyn FnMut(&Path) -> Result<(), E>,
 ) -> Result<(), E> {
     let entries = sorted_entries(dir).map_err(|source| WalkError::Io {
         path: dir.display().to_string(),
@@ -189,7 +204,7 @@ fn walk_dir<E: From<WalkError>>(
         })?;
         if file_type.is_dir() {
             rel.push(name);
-            walk_dir(&path, rel, matcher, f)?;
+            visit_dir(&path, rel, matcher, visit)?;
             rel.pop();
             continue;
         }
@@ -201,11 +216,7 @@ fn walk_dir<E: From<WalkError>>(
         if matcher.is_ignored(&components) {
             continue;
         }
-        let file = File::open(&path).map_err(|source| WalkError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        read_stream(file, Arc::from(path.display().to_string()), f)?;
+        visit(&path)?;
     }
     Ok(())
 }

@@ -26,7 +26,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use memchr::memmem;
-use olm_api::fbc::indexignore::{INDEX_IGNORE_FILE, IgnoreMatcher};
+use olm_api::fbc::WalkError;
+use olm_api::fbc::walk::catalog_files;
 use olm_api::fbc::{DeclarativeConfig, LoadError};
 
 use crate::resolve::PackageContent;
@@ -48,6 +49,19 @@ pub enum DirError {
         path: String,
         source: LoadError,
     },
+}
+
+/// Enumerating catalog files only fails on IO.
+impl From<WalkError> for DirError {
+    fn from(e: WalkError) -> Self {
+        match e {
+            WalkError::Io { path, source } => DirError::Io { path, source },
+            other => DirError::Io {
+                path: other.origin().map(|o| o.to_string()).unwrap_or_default(),
+                source: io::Error::other(other.to_string()),
+            },
+        }
+    }
 }
 
 impl DirSource {
@@ -101,63 +115,9 @@ impl DirSource {
             builder.push_config(cfg);
             Ok(())
         };
-        let meta = fs::metadata(&self.root).map_err(|source| DirError::Io {
-            path: self.root.display().to_string(),
-            source,
-        })?;
-        if meta.is_dir() {
-            let matcher = IgnoreMatcher::load(&self.root).map_err(|source| DirError::Io {
-                path: self.root.display().to_string(),
-                source,
-            })?;
-            walk(&self.root, &mut Vec::new(), &matcher, &mut visit)?;
-        } else {
-            visit(&self.root)?;
-        }
+        catalog_files(&self.root, &mut visit)?;
         Ok(builder.finish())
     }
-}
-
-/// Depth-first, entries in byte order of their names, as catalogd walks a catalog.
-fn walk(
-    dir: &Path,
-    rel: &mut Vec<String>,
-    matcher: &IgnoreMatcher,
-    visit: &mut dyn FnMut(&Path) -> Result<(), DirError>,
-) -> Result<(), DirError> {
-    let io_err = |path: &Path| {
-        let path = path.display().to_string();
-        move |source| DirError::Io { path, source }
-    };
-    let mut entries = fs::read_dir(dir)
-        .map_err(io_err(dir))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(io_err(dir))?;
-    entries.sort_by(|a, b| {
-        a.file_name()
-            .as_encoded_bytes()
-            .cmp(b.file_name().as_encoded_bytes())
-    });
-    for entry in entries {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if entry.file_type().map_err(io_err(&path))?.is_dir() {
-            rel.push(name);
-            walk(&path, rel, matcher, visit)?;
-            rel.pop();
-            continue;
-        }
-        if name == INDEX_IGNORE_FILE {
-            continue;
-        }
-        let mut components: Vec<&str> = rel.iter().map(String::as_str).collect();
-        components.push(&name);
-        if matcher.is_ignored(&components) {
-            continue;
-        }
-        visit(&path)?;
-    }
-    Ok(())
 }
 
 /// The per-file pre-filter of the module table.
