@@ -365,12 +365,17 @@ async fn availability_mode_unavailable_stops_serving_and_available_restores_it()
         .await
         .unwrap();
     let off = catalogd
-        .eventually("Serving to turn False/UserSpecifiedUnavailable", || async {
-            let c = api.get(&name).await.ok()?;
-            let status = c.status.clone()?;
-            let serving = find_condition(&status.conditions, ConditionType::Serving)?;
-            (serving.reason == "UserSpecifiedUnavailable").then_some(c)
-        })
+        // Status is written first, then the finalizer is removed: wait for both.
+        .eventually(
+            "Serving False/UserSpecifiedUnavailable and the finalizer gone",
+            || async {
+                let c = api.get(&name).await.ok()?;
+                let status = c.status.clone()?;
+                let serving = find_condition(&status.conditions, ConditionType::Serving)?;
+                (serving.reason == "UserSpecifiedUnavailable" && c.finalizers().is_empty())
+                    .then_some(c)
+            },
+        )
         .await;
     let status = off.status.clone().unwrap();
     assert!(
