@@ -389,11 +389,6 @@ async fn availability_mode_unavailable_stops_serving_and_available_restores_it()
             "Catalog availability mode is set to Unavailable"
         )
     );
-    assert!(
-        off.finalizers().is_empty(),
-        "finalizer removed: {:?}",
-        off.finalizers()
-    );
     assert_eq!(
         catalogd
             .get(&format!("/catalogs/{name}/api/v1/all"))
