@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum_server::Handle;
+use axum_server::accept::NoDelayAcceptor;
 use axum_server::tls_rustls::RustlsConfig;
 
 /// How long in-flight responses may continue after shutdown starts (upstream: 30 s).
@@ -95,10 +96,14 @@ impl Bound {
             stopper.graceful_shutdown(Some(SHUTDOWN_GRACE));
         });
         let service = app.into_make_service();
+        // TCP_NODELAY on every connection: a streamed body is written after its headers, and with
+        // Nagle's algorithm a small body then waits for the client's delayed ACK (up to 40 ms per
+        // response on Linux; see docs/PERFORMANCE.md).
         let result = match tls {
             None => {
                 axum_server::from_tcp(self.listener)
                     .map_err(|source| ServerError::Serve { addr, source })?
+                    .acceptor(NoDelayAcceptor)
                     .handle(handle)
                     .serve(service)
                     .await
@@ -114,6 +119,7 @@ impl Bound {
                 tokio::spawn(reload_on_change(config.clone(), files, cert_poll));
                 axum_server::from_tcp_rustls(self.listener, config)
                     .map_err(|source| ServerError::Serve { addr, source })?
+                    .map(|tls| tls.acceptor(NoDelayAcceptor))
                     .handle(handle)
                     .serve(service)
                     .await
