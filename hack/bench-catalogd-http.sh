@@ -15,7 +15,9 @@
 #   FBC_DIR   defaults to ../shared/data/catalogs/community-operators-prod-derived/catalog
 #   RUNS      repetitions of the whole matrix (default 2)
 #   env: DURATION (default 20s), CONNS (64), THREADS (2), CASES (all all-gz metas-L metas-S metas-L-gz),
-#        LARGE_PKG / SMALL_PKG (default: the largest and smallest package by bytes, found with jq)
+#        LARGE_PKG / SMALL_PKG (default: the largest and smallest package by bytes, found with jq),
+#        CATALOGD_BIN (default: build and use the release catalogd of this checkout; set it to
+#        compare another build, e.g. one of an older commit)
 # Needs: wrk, nginx (with gzip_static), jq, curl, GNU time. Listens on 127.0.0.1 only; stops what it
 # started on exit.
 set -euo pipefail
@@ -32,9 +34,12 @@ for tool in wrk nginx jq curl /usr/bin/time; do
 done
 
 cd "${root}"
-cargo build -q --release -p catalogd --bin catalogd
-target="${CARGO_TARGET_DIR:-$(cargo metadata -q --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')}"
-catalogd_bin="${target}/release/catalogd"
+catalogd_bin="${CATALOGD_BIN:-}"
+if [[ -z "${catalogd_bin}" ]]; then
+  cargo build -q --release -p catalogd --bin catalogd
+  target="${CARGO_TARGET_DIR:-$(cargo metadata -q --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')}"
+  catalogd_bin="${target}/release/catalogd"
+fi
 
 work="$(mktemp -d -t catalogd-http-bench-XXXXXX)"
 chmod 755 "${work}" # nginx workers may run as an unprivileged user
