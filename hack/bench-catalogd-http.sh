@@ -16,6 +16,7 @@
 #   RUNS      repetitions of the whole matrix (default 2)
 #   env: DURATION (default 20s), CONNS (64), THREADS (2), CASES (all all-gz metas-L metas-S metas-L-gz),
 #        LARGE_PKG / SMALL_PKG (default: the largest and smallest package by bytes, found with jq),
+#        SERVERS (default: catalogd nginx),
 #        CATALOGD_BIN (default: build and use the release catalogd of this checkout; set it to
 #        compare another build, e.g. one of an older commit)
 # Needs: wrk, nginx (with gzip_static), jq, curl, GNU time. Listens on 127.0.0.1 only; stops what it
@@ -28,6 +29,7 @@ duration="${DURATION:-20s}"
 conns="${CONNS:-64}"
 threads="${THREADS:-2}"
 cases="${CASES:-all all-gz metas-L metas-S metas-L-gz}"
+servers="${SERVERS:-catalogd nginx}"
 name=derived
 for tool in wrk nginx jq curl /usr/bin/time; do
   command -v "${tool}" >/dev/null || { echo "needs ${tool} (apt-get install -y wrk nginx-light jq curl time)" >&2; exit 1; }
@@ -188,7 +190,7 @@ printf '%-3s %-10s %-8s %10s %10s %9s %9s %9s %9s %7s %9s %9s %7s %s\n' \
   run case server 'req/s' 'MB/s' p50 p90 p99 max srvCPU% rss_mid rss_end wrkCPU% loadavg
 for run in $(seq "${runs}"); do
   for c in ${cases}; do
-    for server in catalogd nginx; do
+    for server in ${servers}; do
       url="$(url_for "${server}" "${c}")"
       hdr=()
       [[ "${c}" == *-gz ]] && hdr=(-H 'Accept-Encoding: gzip')
