@@ -235,9 +235,12 @@ impl Storage {
             id,
             tmp,
             jsonl: BufWriter::with_capacity(256 * 1024, jsonl),
+            // Written once per catalog change and sent on every gzip `/all` request: with the
+            // zlib-rs backend level 9 is both smaller and cheaper than miniz_oxide's level 6
+            // (docs/PERFORMANCE.md, "catalogd: pull and store").
             gzip: Some(GzEncoder::new(
                 BufWriter::with_capacity(256 * 1024, gzip),
-                Compression::new(6),
+                Compression::new(9),
             )),
             index: Index::default(),
             offset: 0,
