@@ -14,7 +14,7 @@ use olm_api::fbc::{Checks, DeclarativeConfig, validate, walk_metas_dir};
 const RUNS: usize = 5;
 
 fn default_catalog() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    manifest_dir()
         .ancestors()
         .map(|dir| dir.join("shared/data/catalogs/community-operators-prod-derived/catalog"))
         .find(|dir| dir.is_dir())
@@ -80,4 +80,12 @@ fn measure_walk(root: &Path) {
         .unwrap();
         format!("{n} blobs, {bytes} bytes of JSONL")
     });
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

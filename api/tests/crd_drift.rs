@@ -1,11 +1,9 @@
 //! The committed CRDs in `config/crd/` and `config/openshift/` must be exactly what the Rust types
 //! generate.
 
-use std::path::Path;
-
 #[test]
 fn committed_crds_match_the_rust_types() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/crd");
+    let dir = manifest_dir().join("../config/crd");
     for (file, crd) in olm_api::crd::all() {
         let generated = olm_api::crd::to_yaml(&crd).expect("CRD renders as YAML");
         let committed = std::fs::read_to_string(dir.join(file))
@@ -19,7 +17,7 @@ fn committed_crds_match_the_rust_types() {
 
 #[test]
 fn committed_openshift_crds_match_the_rust_types() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/openshift");
+    let dir = manifest_dir().join("../config/openshift");
     for (file, crd) in olm_api::crd::openshift() {
         let generated = olm_api::crd::openshift_to_yaml(&crd).expect("CRD renders as YAML");
         let committed = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| {
@@ -44,4 +42,12 @@ fn generated_crds_round_trip_through_yaml() {
                 .unwrap_or_else(|e| panic!("{file} does not parse back: {e}"));
         assert_eq!(back, crd, "{file} changes when parsed back");
     }
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

@@ -2,14 +2,14 @@
 //! and the served bytes match upstream's golden output.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use olm_api::fbc::{Checks, DeclarativeConfig, Meta, Report, validate, walk_metas_dir};
 
 /// `shared/data` sits beside the repository (`../shared`); a worktree may be nested deeper, so
 /// look upwards from the crate.
 fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    manifest_dir()
         .ancestors()
         .map(|dir| dir.join("shared/data/catalogs"))
         .find(|dir| dir.is_dir())
@@ -250,4 +250,12 @@ fn max_openshift_version_keeps_its_literal_from_a_json_catalog() {
             .unwrap()
             .contains(r#""value":4.1}"#)
     );
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

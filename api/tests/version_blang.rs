@@ -9,7 +9,7 @@ use semver::Version;
 
 /// `shared/data` sits beside the repository; worktrees are nested deeper, so look upwards.
 fn shared_data(relative: &str) -> PathBuf {
-    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = manifest_dir();
     manifest
         .ancestors()
         .map(|dir| dir.join("shared/data").join(relative))
@@ -279,4 +279,12 @@ fn ranges_print_as_written() {
     let range: Range = ">= 1.18.0 < 1.28.0".parse().unwrap();
     assert_eq!(range.to_string(), ">= 1.18.0 < 1.28.0");
     assert_eq!(range.as_str(), ">= 1.18.0 < 1.28.0");
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

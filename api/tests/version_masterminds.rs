@@ -12,7 +12,7 @@ use semver::Version;
 
 /// `shared/data` sits beside the repository; worktrees are nested deeper, so look upwards.
 fn shared_data(relative: &str) -> PathBuf {
-    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = manifest_dir();
     manifest
         .ancestors()
         .map(|dir| dir.join("shared/data").join(relative))
@@ -265,4 +265,12 @@ fn lax_versions_fill_missing_components_and_accept_leading_zeroes() {
             .to_string(),
         r#"error parsing version segment: strconv.ParseUint: parsing "18446744073709551616": value out of range"#
     );
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

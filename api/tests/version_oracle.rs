@@ -61,11 +61,8 @@ fn answer(args: &[String]) -> Value {
 
 #[test]
 fn both_dialects_answer_exactly_like_the_go_libraries() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/version/go-oracle.jsonl"
-    );
-    let text = std::fs::read_to_string(path).unwrap();
+    let path = manifest_dir().join("tests/data/version/go-oracle.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
     let mut failures = Vec::new();
     let mut cases = 0;
     for (index, line) in text.lines().enumerate() {
@@ -81,11 +78,19 @@ fn both_dialects_answer_exactly_like_the_go_libraries() {
             ));
         }
     }
-    assert!(cases > 2000, "only {cases} cases in {path}");
+    assert!(cases > 2000, "only {cases} cases in {}", path.display());
     assert!(
         failures.is_empty(),
         "{} of {cases} cases differ:\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

@@ -15,7 +15,7 @@ use olm_api::fbc::{gojson, walk_metas_dir};
 use tower::ServiceExt;
 
 fn catalogs_root() -> PathBuf {
-    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut dir = manifest_dir();
     loop {
         let candidate = dir.join("shared/data/catalogs");
         if candidate.is_dir() {
@@ -160,4 +160,12 @@ async fn upstream_fixture_catalogs_are_served_blob_for_blob() {
     ] {
         check(&root.join(dir)).await;
     }
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

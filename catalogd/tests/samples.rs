@@ -5,9 +5,10 @@ use std::process::Command;
 
 #[test]
 fn the_sample_catalog_in_config_is_valid() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../config/samples/catalog");
+    let dir = manifest_dir().join("../config/samples/catalog");
     let out = Command::new(env!("CARGO_BIN_EXE_catalogd"))
-        .args(["validate", dir])
+        .arg("validate")
+        .arg(&dir)
         .output()
         .unwrap();
     assert!(
@@ -16,4 +17,12 @@ fn the_sample_catalog_in_config_is_valid() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 fn shared_data() -> PathBuf {
-    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut dir = manifest_dir();
     loop {
         let candidate = dir.join("shared/data");
         if candidate.is_dir() {
@@ -15,7 +15,7 @@ fn shared_data() -> PathBuf {
         assert!(
             dir.pop(),
             "shared/data not found above {}",
-            env!("CARGO_MANIFEST_DIR")
+            manifest_dir().display()
         );
     }
 }
@@ -141,4 +141,12 @@ fn serve_reports_a_broken_catalog_with_its_file_and_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("index.json"), "{stderr}");
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

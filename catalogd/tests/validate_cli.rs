@@ -1,13 +1,13 @@
 //! `catalogd validate DIR` as a process: exit status and messages on the real catalogs.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 /// `shared/data` sits beside the repository (`../shared`); a worktree may be nested deeper, so
 /// look upwards from the crate.
 fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    manifest_dir()
         .ancestors()
         .map(|dir| dir.join("shared/data/catalogs"))
         .find(|dir| dir.is_dir())
@@ -85,4 +85,12 @@ fn help_exits_zero() {
     let o = catalogd(&["validate", "--help"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("DIR"));
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

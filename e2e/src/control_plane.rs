@@ -158,7 +158,7 @@ impl Default for Builder {
 /// The repository's CRD directories: `config/crd` (ours) and `config/openshift` (OpenShift types
 /// used in tests).
 pub fn default_crd_dirs() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = crate::repo_root();
     vec![root.join("config/crd"), root.join("config/openshift")]
 }
 

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
@@ -94,7 +94,7 @@ pub const STEPS: &[(&str, StepFn)] = &[
 const SAMPLE_CATALOG: &str = "example-catalog";
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    crate::repo_root()
 }
 
 /// A step failure with a plain message.

@@ -9,9 +9,7 @@ use crate::registry::Registry;
 
 /// `../shared/data/<relative>` from the repository root, where test data lives.
 pub fn shared_data(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data")
-        .join(relative)
+    crate::repo_root().join("../shared/data").join(relative)
 }
 
 /// A pusher for `registry`.

@@ -18,6 +18,19 @@ pub mod workdir;
 pub use control_plane::{ControlPlane, Tier};
 pub use test_env::{TestEnv, shared};
 
+/// The repository root (the directory holding `config/` and the crates).
+///
+/// Prefers `CARGO_MANIFEST_DIR` from the environment, which cargo sets for `cargo run`, `cargo
+/// test` and `cargo bench`, over the compile-time value: a cache-shared target directory may hold a
+/// build compiled from a checkout at another path, whose baked-in directory no longer exists.
+/// Every crate sits one level below the root, so any crate's directory gives the same answer.
+pub fn repo_root() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("..")
+}
+
 /// Makes aws-lc-rs the process-wide rustls crypto provider, once.
 ///
 /// kube builds its TLS configuration with rustls' process default. When the dependency graph

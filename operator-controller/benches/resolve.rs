@@ -8,7 +8,7 @@
 //! Prints the best and median of several runs; results are recorded in docs/PERFORMANCE.md.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ const RUNS: usize = 7;
 const WARM_CALLS: u32 = 2000;
 
 fn catalog_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    manifest_dir()
         .ancestors()
         .map(|dir| dir.join("shared/data/catalogs/community-operators-prod-derived/catalog"))
         .find(|dir| dir.is_dir())
@@ -228,4 +228,12 @@ fn main() {
             &format!("-> {note}"),
         );
     }
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }

@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn committed_crds_load_with_their_names() {
-        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../config/crd"));
+        let dir = crate::repo_root().join("config/crd");
         let crds = load(&[dir]).unwrap();
         let names: Vec<_> = crds
             .iter()

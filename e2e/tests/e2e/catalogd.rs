@@ -707,7 +707,7 @@ async fn every_replica_serves_content_and_a_follower_takes_over_when_the_leader_
 /// The RBAC manifests in `config/rbac/catalogd`, moved into `namespace` and renamed with `suffix`
 /// so parallel runs do not collide.
 fn catalogd_rbac(namespace: &str, suffix: &str) -> Vec<serde_json::Value> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/rbac/catalogd");
+    let dir = olm_e2e::repo_root().join("config/rbac/catalogd");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -13,7 +13,7 @@ use operator_controller::resolve::{
 
 /// `shared/data`, found by walking up from this crate.
 pub fn shared_data() -> PathBuf {
-    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut dir = manifest_dir();
     loop {
         let candidate = dir.join("shared/data");
         if candidate.is_dir() {
@@ -197,4 +197,12 @@ pub fn error_of(r: Result<Resolution, ResolveError>) -> String {
         Ok(r) => panic!("expected an error, got {}", r.bundle.name),
         Err(e) => e.to_string(),
     }
+}
+
+/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
+/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
 }
