@@ -267,10 +267,9 @@ fn lax_versions_fill_missing_components_and_accept_leading_zeroes() {
     );
 }
 
-/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
-/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
 fn manifest_dir() -> std::path::PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
+        .expect("set by cargo")
+        .into()
 }

@@ -143,10 +143,9 @@ fn serve_reports_a_broken_catalog_with_its_file_and_exits_1() {
     assert!(stderr.contains("index.json"), "{stderr}");
 }
 
-/// The crate's directory, as cargo reports it when it runs this binary. Read at run time, not
-/// with `env!`: a shared target directory may hold a build made from a checkout at another path.
+// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
 fn manifest_dir() -> std::path::PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .expect("cargo sets CARGO_MANIFEST_DIR for tests and benches")
+        .expect("set by cargo")
+        .into()
 }
