@@ -56,15 +56,107 @@ pub fn coalesce(sections: &[Section]) -> Vec<Section> {
 
 /// A body streaming `pieces`, gzip-compressing on the fly when `compress` is set.
 pub fn stream(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>, compress: bool) -> Body {
+    if compress {
+        compressed(catalog, pieces)
+    } else {
+        on_demand(catalog, pieces)
+    }
+}
+
+/// Reads one chunk each time the connection asks for more, on the blocking pool.
+///
+/// No thread is tied to a response: a slow or stalled client holds no thread and no buffered
+/// chunk beyond the one hyper is writing, and the blocking pool is shared fairly among all
+/// connections (a thread per response let a few fast ones starve the rest: seconds of p99 latency
+/// at 64 concurrent `/all` downloads).
+fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
+    let cursor = Cursor {
+        catalog,
+        pieces,
+        piece: 0,
+        done_in_piece: 0,
+    };
+    let stream = futures::stream::unfold(Some(cursor), |state| async move {
+        let mut cursor = state?;
+        let (cursor, item) = tokio::task::spawn_blocking(move || {
+            let item = cursor.next_chunk();
+            (cursor, item)
+        })
+        .await
+        .ok()?;
+        match item {
+            None => None,
+            // Stop after an error: the body ends there and hyper aborts the response.
+            Some(Err(e)) => Some((Err(e), None)),
+            Some(Ok(bytes)) => Some((Ok(bytes), Some(cursor))),
+        }
+    });
+    Body::from_stream(stream)
+}
+
+/// `StoredCatalog::read_jsonl_at` or `read_gzip_at`.
+type ReadAt = fn(&StoredCatalog, &mut [u8], u64) -> io::Result<usize>;
+
+/// Position in a list of pieces.
+struct Cursor {
+    catalog: Arc<StoredCatalog>,
+    pieces: Vec<Piece>,
+    piece: usize,
+    /// Bytes of `pieces[piece]` already produced.
+    done_in_piece: u64,
+}
+
+impl Cursor {
+    /// The next chunk (at most [`CHUNK`] bytes), or `None` at the end. Blocking.
+    fn next_chunk(&mut self) -> Option<io::Result<Bytes>> {
+        loop {
+            let piece = self.pieces.get(self.piece)?;
+            let (section, read_at): (Section, ReadAt) = match piece {
+                Piece::Static(b) => {
+                    let b = b.clone();
+                    self.piece += 1;
+                    if b.is_empty() {
+                        continue;
+                    }
+                    return Some(Ok(b));
+                }
+                Piece::Jsonl(s) => (*s, StoredCatalog::read_jsonl_at),
+                Piece::Gzip(s) => (*s, StoredCatalog::read_gzip_at),
+            };
+            if self.done_in_piece >= section.len {
+                self.piece += 1;
+                self.done_in_piece = 0;
+                continue;
+            }
+            let offset = section.offset + self.done_in_piece;
+            let want = usize::try_from(section.len - self.done_in_piece)
+                .unwrap_or(CHUNK)
+                .min(CHUNK);
+            let chunk = read_exact_at(want, offset, |buf, off| read_at(&self.catalog, buf, off));
+            self.done_in_piece += want as u64;
+            return Some(chunk);
+        }
+    }
+}
+
+/// Compresses on a blocking thread that feeds the connection through a small channel: deflate is
+/// CPU-bound, so it keeps one thread busy per response either way.
+fn compressed(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(IN_FLIGHT);
     tokio::task::spawn_blocking(move || {
-        let mut sink = Sink {
-            tx,
-            gzip: compress.then(|| GzEncoder::new(Vec::new(), Compression::new(5))),
+        let mut cursor = Cursor {
+            catalog,
+            pieces,
+            piece: 0,
+            done_in_piece: 0,
         };
-        if let Err(e) = write_pieces(&catalog, &pieces, &mut sink).and_then(|()| sink.finish()) {
+        let send = |item| {
+            tx.blocking_send(item)
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "client went away"))
+        };
+        if let Err(e) = compress_into(&mut cursor, |bytes| send(Ok(bytes))) {
             // The client may be gone already; nothing else to tell.
-            let _ = sink.tx.blocking_send(Err(e));
+            let _ = send(Err(e));
         }
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
@@ -73,84 +165,158 @@ pub fn stream(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>, compress: bool) -
     Body::from_stream(stream)
 }
 
-struct Sink {
-    tx: mpsc::Sender<io::Result<Bytes>>,
-    gzip: Option<GzEncoder<Vec<u8>>>,
-}
-
-impl Sink {
-    fn send(&mut self, bytes: Bytes) -> io::Result<()> {
-        match self.gzip.as_mut() {
-            None => self.emit(bytes),
-            Some(gz) => {
-                gz.write_all(&bytes)?;
-                if gz.get_ref().len() >= CHUNK {
-                    let out = std::mem::take(gz.get_mut());
-                    self.emit(Bytes::from(out))?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn emit(&self, bytes: Bytes) -> io::Result<()> {
-        self.tx
-            .blocking_send(Ok(bytes))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "client went away"))
-    }
-
-    fn finish(&mut self) -> io::Result<()> {
-        if let Some(gz) = self.gzip.take() {
-            let rest = gz.finish()?;
-            if !rest.is_empty() {
-                self.emit(Bytes::from(rest))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn write_pieces(catalog: &StoredCatalog, pieces: &[Piece], sink: &mut Sink) -> io::Result<()> {
-    for piece in pieces {
-        match piece {
-            Piece::Static(b) => sink.send(b.clone())?,
-            Piece::Jsonl(s) => copy_section(s, sink, |buf, off| catalog.read_jsonl_at(buf, off))?,
-            Piece::Gzip(s) => copy_section(s, sink, |buf, off| catalog.read_gzip_at(buf, off))?,
-        }
-    }
-    Ok(())
-}
-
-fn copy_section(
-    section: &Section,
-    sink: &mut Sink,
-    read_at: impl Fn(&mut [u8], u64) -> io::Result<usize>,
+/// Gzips everything `cursor` yields, handing out compressed output about [`CHUNK`] at a time.
+fn compress_into(
+    cursor: &mut Cursor,
+    mut emit: impl FnMut(Bytes) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut offset = section.offset;
-    let end = section.end();
-    while offset < end {
-        let want = usize::try_from(end - offset).unwrap_or(CHUNK).min(CHUNK);
-        let mut buf = vec![0u8; want];
-        let mut filled = 0;
-        while filled < want {
-            let n = read_at(&mut buf[filled..], offset + filled as u64)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "stored catalog is shorter than its index",
-                ));
-            }
-            filled += n;
+    let mut gz = GzEncoder::new(Vec::new(), Compression::new(5));
+    while let Some(chunk) = cursor.next_chunk() {
+        gz.write_all(&chunk?)?;
+        if gz.get_ref().len() >= CHUNK {
+            emit(Bytes::from(std::mem::take(gz.get_mut())))?;
         }
-        offset += want as u64;
-        sink.send(Bytes::from(buf))?;
+    }
+    let rest = gz.finish()?;
+    if !rest.is_empty() {
+        emit(Bytes::from(rest))?;
     }
     Ok(())
+}
+
+/// Reads exactly `len` bytes at `offset`; a short file means the index and the content disagree.
+fn read_exact_at(
+    len: usize,
+    offset: u64,
+    read_at: impl Fn(&mut [u8], u64) -> io::Result<usize>,
+) -> io::Result<Bytes> {
+    let mut buf = vec![0u8; len];
+    let mut filled = 0;
+    while filled < len {
+        let n = read_at(&mut buf[filled..], offset + filled as u64)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "stored catalog is shorter than its index",
+            ));
+        }
+        filled += n;
+    }
+    Ok(Bytes::from(buf))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::Storage;
+
+    /// A stored catalog whose `catalog.jsonl` is `lines` blobs of 1 KiB each (plus newlines).
+    fn stored(lines: usize) -> (tempfile::TempDir, Arc<StoredCatalog>, Vec<u8>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = Storage::open(dir.path()).expect("storage");
+        let mut w = storage
+            .begin("c", "sha256:1")
+            .expect("begin")
+            .expect("writer");
+        let mut expected = Vec::new();
+        for i in 0..lines {
+            let blob = format!(r#"{{"name":"b{i:06}","pad":"{}"}}"#, "x".repeat(1000));
+            w.push("olm.bundle", "p", &format!("b{i}"), blob.as_bytes())
+                .expect("push");
+            expected.extend_from_slice(blob.as_bytes());
+            expected.push(b'\n');
+        }
+        (dir, w.commit().expect("commit"), expected)
+    }
+
+    fn drain(cursor: &mut Cursor) -> (Vec<u8>, Vec<usize>, Option<io::Error>) {
+        let (mut out, mut sizes) = (Vec::new(), Vec::new());
+        while let Some(chunk) = cursor.next_chunk() {
+            match chunk {
+                Ok(b) => {
+                    sizes.push(b.len());
+                    out.extend_from_slice(&b);
+                }
+                Err(e) => return (out, sizes, Some(e)),
+            }
+        }
+        (out, sizes, None)
+    }
+
+    #[test]
+    fn the_cursor_yields_every_piece_in_order_in_bounded_chunks() {
+        let (_dir, catalog, jsonl) = stored(600); // about 600 KiB: three chunks
+        let len = catalog.len();
+        let mut cursor = Cursor {
+            catalog,
+            pieces: vec![
+                Piece::Static(Bytes::from_static(b"--head--")),
+                Piece::Jsonl(Section { offset: 0, len }),
+                Piece::Static(Bytes::new()),
+                Piece::Jsonl(Section { offset: 5, len: 10 }),
+                Piece::Static(Bytes::from_static(b"--tail--")),
+            ],
+            piece: 0,
+            done_in_piece: 0,
+        };
+        let (out, sizes, err) = drain(&mut cursor);
+        assert!(err.is_none(), "{err:?}");
+        let mut expected = b"--head--".to_vec();
+        expected.extend_from_slice(&jsonl);
+        expected.extend_from_slice(&jsonl[5..15]);
+        expected.extend_from_slice(b"--tail--");
+        assert_eq!(out, expected);
+        assert!(sizes.iter().all(|&n| n > 0 && n <= CHUNK), "{sizes:?}");
+        assert_eq!(sizes.len(), 1 + jsonl.len().div_ceil(CHUNK) + 2);
+        assert!(cursor.next_chunk().is_none(), "the cursor stays at the end");
+    }
+
+    #[test]
+    fn compressed_output_inflates_to_the_pieces() {
+        let (_dir, catalog, jsonl) = stored(600);
+        let len = catalog.len();
+        let mut cursor = Cursor {
+            catalog,
+            pieces: vec![
+                Piece::Static(Bytes::from_static(b"head;")),
+                Piece::Jsonl(Section { offset: 0, len }),
+            ],
+            piece: 0,
+            done_in_piece: 0,
+        };
+        let mut gz = Vec::new();
+        compress_into(&mut cursor, |b| {
+            gz.extend_from_slice(&b);
+            Ok(())
+        })
+        .expect("compress");
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain)
+            .expect("valid gzip");
+        let mut expected = b"head;".to_vec();
+        expected.extend_from_slice(&jsonl);
+        assert_eq!(plain, expected);
+    }
+
+    #[test]
+    fn a_section_past_the_end_of_the_file_is_an_error() {
+        let (_dir, catalog, _) = stored(2);
+        let len = catalog.len();
+        let mut cursor = Cursor {
+            catalog,
+            pieces: vec![Piece::Jsonl(Section {
+                offset: len - 4,
+                len: 100,
+            })],
+            piece: 0,
+            done_in_piece: 0,
+        };
+        let (out, _, err) = drain(&mut cursor);
+        assert!(out.is_empty());
+        let err = err.expect("an error");
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(err.to_string(), "stored catalog is shorter than its index");
+    }
 
     #[test]
     fn adjacent_sections_are_merged() {
