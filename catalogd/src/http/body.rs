@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use axum::body::Body;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use tokio::sync::mpsc;
@@ -70,12 +70,7 @@ pub fn stream(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>, compress: bool) -
 /// connections (a thread per response let a few fast ones starve the rest: seconds of p99 latency
 /// at 64 concurrent `/all` downloads).
 fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
-    let cursor = Cursor {
-        catalog,
-        pieces,
-        piece: 0,
-        done_in_piece: 0,
-    };
+    let cursor = Cursor::new(catalog, pieces);
     let stream = futures::stream::unfold(Some(cursor), |state| async move {
         let mut cursor = state?;
         let (cursor, item) = tokio::task::spawn_blocking(move || {
@@ -104,9 +99,23 @@ struct Cursor {
     piece: usize,
     /// Bytes of `pieces[piece]` already produced.
     done_in_piece: u64,
+    /// Read buffer. Each chunk is split off it; once hyper has written and dropped that chunk,
+    /// the next `reserve` takes the same allocation back instead of mapping and zeroing fresh
+    /// pages (which cost a fifth of the CPU under load).
+    buf: BytesMut,
 }
 
 impl Cursor {
+    fn new(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Cursor {
+        Cursor {
+            catalog,
+            pieces,
+            piece: 0,
+            done_in_piece: 0,
+            buf: BytesMut::new(),
+        }
+    }
+
     /// The next chunk (at most [`CHUNK`] bytes), or `None` at the end. Blocking.
     fn next_chunk(&mut self) -> Option<io::Result<Bytes>> {
         loop {
@@ -132,9 +141,13 @@ impl Cursor {
             let want = usize::try_from(section.len - self.done_in_piece)
                 .unwrap_or(CHUNK)
                 .min(CHUNK);
-            let chunk = read_exact_at(want, offset, |buf, off| read_at(&self.catalog, buf, off));
             self.done_in_piece += want as u64;
-            return Some(chunk);
+            self.buf.reserve(want);
+            self.buf.resize(want, 0);
+            let catalog = &self.catalog;
+            let read = read_exact_at(&mut self.buf, offset, |buf, off| read_at(catalog, buf, off));
+            let chunk = self.buf.split().freeze();
+            return Some(read.map(|()| chunk));
         }
     }
 }
@@ -144,12 +157,7 @@ impl Cursor {
 fn compressed(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(IN_FLIGHT);
     tokio::task::spawn_blocking(move || {
-        let mut cursor = Cursor {
-            catalog,
-            pieces,
-            piece: 0,
-            done_in_piece: 0,
-        };
+        let mut cursor = Cursor::new(catalog, pieces);
         let send = |item| {
             tx.blocking_send(item)
                 .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "client went away"))
@@ -184,15 +192,14 @@ fn compress_into(
     Ok(())
 }
 
-/// Reads exactly `len` bytes at `offset`; a short file means the index and the content disagree.
+/// Fills `buf` from `offset`; a short file means the index and the content disagree.
 fn read_exact_at(
-    len: usize,
+    buf: &mut [u8],
     offset: u64,
     read_at: impl Fn(&mut [u8], u64) -> io::Result<usize>,
-) -> io::Result<Bytes> {
-    let mut buf = vec![0u8; len];
+) -> io::Result<()> {
     let mut filled = 0;
-    while filled < len {
+    while filled < buf.len() {
         let n = read_at(&mut buf[filled..], offset + filled as u64)?;
         if n == 0 {
             return Err(io::Error::new(
@@ -202,7 +209,7 @@ fn read_exact_at(
         }
         filled += n;
     }
-    Ok(Bytes::from(buf))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -247,18 +254,16 @@ mod tests {
     fn the_cursor_yields_every_piece_in_order_in_bounded_chunks() {
         let (_dir, catalog, jsonl) = stored(600); // about 600 KiB: three chunks
         let len = catalog.len();
-        let mut cursor = Cursor {
+        let mut cursor = Cursor::new(
             catalog,
-            pieces: vec![
+            vec![
                 Piece::Static(Bytes::from_static(b"--head--")),
                 Piece::Jsonl(Section { offset: 0, len }),
                 Piece::Static(Bytes::new()),
                 Piece::Jsonl(Section { offset: 5, len: 10 }),
                 Piece::Static(Bytes::from_static(b"--tail--")),
             ],
-            piece: 0,
-            done_in_piece: 0,
-        };
+        );
         let (out, sizes, err) = drain(&mut cursor);
         assert!(err.is_none(), "{err:?}");
         let mut expected = b"--head--".to_vec();
@@ -275,15 +280,13 @@ mod tests {
     fn compressed_output_inflates_to_the_pieces() {
         let (_dir, catalog, jsonl) = stored(600);
         let len = catalog.len();
-        let mut cursor = Cursor {
+        let mut cursor = Cursor::new(
             catalog,
-            pieces: vec![
+            vec![
                 Piece::Static(Bytes::from_static(b"head;")),
                 Piece::Jsonl(Section { offset: 0, len }),
             ],
-            piece: 0,
-            done_in_piece: 0,
-        };
+        );
         let mut gz = Vec::new();
         compress_into(&mut cursor, |b| {
             gz.extend_from_slice(&b);
@@ -302,15 +305,13 @@ mod tests {
     fn a_section_past_the_end_of_the_file_is_an_error() {
         let (_dir, catalog, _) = stored(2);
         let len = catalog.len();
-        let mut cursor = Cursor {
+        let mut cursor = Cursor::new(
             catalog,
-            pieces: vec![Piece::Jsonl(Section {
+            vec![Piece::Jsonl(Section {
                 offset: len - 4,
                 len: 100,
             })],
-            piece: 0,
-            done_in_piece: 0,
-        };
+        );
         let (out, _, err) = drain(&mut cursor);
         assert!(out.is_empty());
         let err = err.expect("an error");
