@@ -1,9 +1,11 @@
 //! The committed CRDs in `config/crd/` and `config/openshift/` must be exactly what the Rust types
 //! generate.
 
+mod common;
+
 #[test]
 fn committed_crds_match_the_rust_types() {
-    let dir = manifest_dir().join("../config/crd");
+    let dir = common::manifest_dir().join("../config/crd");
     for (file, crd) in olm_api::crd::all() {
         let generated = olm_api::crd::to_yaml(&crd).expect("CRD renders as YAML");
         let committed = std::fs::read_to_string(dir.join(file))
@@ -17,7 +19,7 @@ fn committed_crds_match_the_rust_types() {
 
 #[test]
 fn committed_openshift_crds_match_the_rust_types() {
-    let dir = manifest_dir().join("../config/openshift");
+    let dir = common::manifest_dir().join("../config/openshift");
     for (file, crd) in olm_api::crd::openshift() {
         let generated = olm_api::crd::openshift_to_yaml(&crd).expect("CRD renders as YAML");
         let committed = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| {
@@ -42,11 +44,4 @@ fn generated_crds_round_trip_through_yaml() {
                 .unwrap_or_else(|e| panic!("{file} does not parse back: {e}"));
         assert_eq!(back, crd, "{file} changes when parsed back");
     }
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

@@ -2,19 +2,15 @@
 //! and the served bytes match upstream's golden output.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::PathBuf;
 
 use olm_api::fbc::{Checks, DeclarativeConfig, Meta, Report, validate, walk_metas_dir};
 
-/// `shared/data` sits beside the repository (`../shared`); a worktree may be nested deeper, so
-/// look upwards from the crate.
+/// `shared/data/catalogs/<rel>`.
 fn data(rel: &str) -> PathBuf {
-    manifest_dir()
-        .ancestors()
-        .map(|dir| dir.join("shared/data/catalogs"))
-        .find(|dir| dir.is_dir())
-        .expect("shared/data/catalogs not found above the crate")
-        .join(rel)
+    common::shared_data("catalogs").join(rel)
 }
 
 fn load(rel: &str) -> DeclarativeConfig {
@@ -250,11 +246,4 @@ fn max_openshift_version_keeps_its_literal_from_a_json_catalog() {
             .unwrap()
             .contains(r#""value":4.1}"#)
     );
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

@@ -2,25 +2,10 @@
 //! blang's quirks, its differences from the `semver` crate, and error texts.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
+mod common;
 
 use olm_api::version::blang::{Range, RangeError, VersionError, parse_version};
 use semver::Version;
-
-/// `shared/data` sits beside the repository; worktrees are nested deeper, so look upwards.
-fn shared_data(relative: &str) -> PathBuf {
-    let manifest = manifest_dir();
-    manifest
-        .ancestors()
-        .map(|dir| dir.join("shared/data").join(relative))
-        .find(|path| path.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "shared/data/{relative} not found above {}",
-                manifest.display()
-            )
-        })
-}
 
 fn r(s: &str) -> Range {
     Range::parse(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
@@ -32,41 +17,16 @@ fn v(s: &str) -> Version {
 
 #[test]
 fn every_row_of_the_blang_conformance_table_holds() {
-    let path = shared_data("conformance/blang-ranges.tsv");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut failures = Vec::new();
-    let mut rows = 0;
-    for (index, line) in text.lines().enumerate().skip(1) {
-        let line_number = index + 1;
-        let [range, version, expected] = line.split('\t').collect::<Vec<_>>()[..] else {
-            failures.push(format!("line {line_number}: not three columns: {line:?}"));
-            continue;
-        };
-        rows += 1;
-        let got = match Range::parse(range) {
+    common::check_table(
+        "conformance/blang-ranges.tsv",
+        80,
+        |range, version| match Range::parse(range) {
             Err(e) => format!("error ({e})"),
             Ok(parsed) => match parse_version(version) {
                 Ok(version) => parsed.matches(&version).to_string(),
                 Err(e) => format!("version error ({e})"),
             },
-        };
-        let agrees = if expected == "error" {
-            got.starts_with("error")
-        } else {
-            got == expected
-        };
-        if !agrees {
-            failures.push(format!(
-                "line {line_number}: {range:?} on {version:?}: expected {expected}, got {got}"
-            ));
-        }
-    }
-    assert!(rows > 80, "only {rows} rows in {}", path.display());
-    assert!(
-        failures.is_empty(),
-        "{} of {rows} rows failed:\n{}",
-        failures.len(),
-        failures.join("\n")
+        },
     );
 }
 
@@ -279,11 +239,4 @@ fn ranges_print_as_written() {
     let range: Range = ">= 1.18.0 < 1.28.0".parse().unwrap();
     assert_eq!(range.to_string(), ">= 1.18.0 < 1.28.0");
     assert_eq!(range.as_str(), ">= 1.18.0 < 1.28.0");
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

@@ -2,28 +2,13 @@
 //! product documentation's tables, upstream's scenarios and error texts.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
+mod common;
 
 use olm_api::version::blang;
 use olm_api::version::masterminds::{
     ConstraintError, Constraints, VersionError, parse_version_lax,
 };
 use semver::Version;
-
-/// `shared/data` sits beside the repository; worktrees are nested deeper, so look upwards.
-fn shared_data(relative: &str) -> PathBuf {
-    let manifest = manifest_dir();
-    manifest
-        .ancestors()
-        .map(|dir| dir.join("shared/data").join(relative))
-        .find(|path| path.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "shared/data/{relative} not found above {}",
-                manifest.display()
-            )
-        })
-}
 
 fn c(s: &str) -> Constraints {
     Constraints::parse(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
@@ -35,41 +20,16 @@ fn v(s: &str) -> Version {
 
 #[test]
 fn every_row_of_the_masterminds_conformance_table_holds() {
-    let path = shared_data("conformance/masterminds-constraints.tsv");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut failures = Vec::new();
-    let mut rows = 0;
-    for (index, line) in text.lines().enumerate().skip(1) {
-        let line_number = index + 1;
-        let [constraint, version, expected] = line.split('\t').collect::<Vec<_>>()[..] else {
-            failures.push(format!("line {line_number}: not three columns: {line:?}"));
-            continue;
-        };
-        rows += 1;
-        let got = match Constraints::parse(constraint) {
+    common::check_table(
+        "conformance/masterminds-constraints.tsv",
+        200,
+        |constraint, version| match Constraints::parse(constraint) {
             Err(e) => format!("error ({e})"),
             Ok(parsed) => match parse_version_lax(version) {
                 Ok(version) => parsed.matches(&version).to_string(),
                 Err(e) => format!("version error ({e})"),
             },
-        };
-        let agrees = if expected == "error" {
-            got.starts_with("error")
-        } else {
-            got == expected
-        };
-        if !agrees {
-            failures.push(format!(
-                "line {line_number}: {constraint:?} on {version:?}: expected {expected}, got {got}"
-            ));
-        }
-    }
-    assert!(rows > 200, "only {rows} rows in {}", path.display());
-    assert!(
-        failures.is_empty(),
-        "{} of {rows} rows failed:\n{}",
-        failures.len(),
-        failures.join("\n")
+        },
     );
 }
 
@@ -265,11 +225,4 @@ fn lax_versions_fill_missing_components_and_accept_leading_zeroes() {
             .to_string(),
         r#"error parsing version segment: strconv.ParseUint: parsing "18446744073709551616": value out of range"#
     );
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

@@ -2,6 +2,8 @@
 //! both dialects: verdicts, parsed versions and error texts must agree byte for byte.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use olm_api::version::{blang, masterminds};
 use serde_json::{Map, Value, json};
 
@@ -61,7 +63,7 @@ fn answer(args: &[String]) -> Value {
 
 #[test]
 fn both_dialects_answer_exactly_like_the_go_libraries() {
-    let path = manifest_dir().join("tests/data/version/go-oracle.jsonl");
+    let path = common::manifest_dir().join("tests/data/version/go-oracle.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut failures = Vec::new();
     let mut cases = 0;
@@ -85,11 +87,4 @@ fn both_dialects_answer_exactly_like_the_go_libraries() {
         failures.len(),
         failures.join("\n")
     );
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }
