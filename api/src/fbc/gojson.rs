@@ -501,27 +501,33 @@ pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
 
 /// True when `s` matches the JSON number grammar.
 pub fn is_json_number(s: &[u8]) -> bool {
-    let mut i = 0;
+    scan_number(s, 0) == Ok(s.len())
+}
+
+/// Scans a JSON number starting at `start`: the index just past it, or the index of the offending
+/// byte and the context Go's decoder names in its error ("in numeric literal", ...).
+fn scan_number(s: &[u8], start: usize) -> Result<usize, (usize, &'static str)> {
+    let digits = |mut i: usize| {
+        while matches!(s.get(i), Some(b'0'..=b'9')) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = start;
     if s.get(i) == Some(&b'-') {
         i += 1;
     }
     match s.get(i) {
         Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => {
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-        }
-        _ => return false,
+        Some(b'1'..=b'9') => i = digits(i),
+        _ => return Err((i, "in numeric literal")),
     }
     if s.get(i) == Some(&b'.') {
         i += 1;
         if !matches!(s.get(i), Some(b'0'..=b'9')) {
-            return false;
+            return Err((i, "after decimal point in numeric literal"));
         }
-        while matches!(s.get(i), Some(b'0'..=b'9')) {
-            i += 1;
-        }
+        i = digits(i);
     }
     if matches!(s.get(i), Some(b'e' | b'E')) {
         i += 1;
@@ -529,13 +535,11 @@ pub fn is_json_number(s: &[u8]) -> bool {
             i += 1;
         }
         if !matches!(s.get(i), Some(b'0'..=b'9')) {
-            return false;
+            return Err((i, "in exponent of numeric literal"));
         }
-        while matches!(s.get(i), Some(b'0'..=b'9')) {
-            i += 1;
-        }
+        i = digits(i);
     }
-    i == s.len()
+    Ok(i)
 }
 
 struct Parser<'a> {
@@ -593,45 +597,13 @@ impl Parser<'_> {
     fn number(&mut self) -> Result<Value, ParseError> {
         let start = self.pos;
         let s = self.input;
-        let mut i = self.pos;
-        if s.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        match s.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while matches!(s.get(i), Some(b'0'..=b'9')) {
-                    i += 1;
-                }
+        let i = match scan_number(s, start) {
+            Ok(end) => end,
+            Err((at, context)) => {
+                self.pos = at;
+                return Err(self.err_char(context));
             }
-            _ => {
-                self.pos = i;
-                return Err(self.err_char("in numeric literal"));
-            }
-        }
-        if s.get(i) == Some(&b'.') {
-            i += 1;
-            if !matches!(s.get(i), Some(b'0'..=b'9')) {
-                self.pos = i;
-                return Err(self.err_char("after decimal point in numeric literal"));
-            }
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-        }
-        if matches!(s.get(i), Some(b'e' | b'E')) {
-            i += 1;
-            if matches!(s.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            if !matches!(s.get(i), Some(b'0'..=b'9')) {
-                self.pos = i;
-                return Err(self.err_char("in exponent of numeric literal"));
-            }
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-        }
+        };
         self.pos = i;
         // The slice is ASCII by construction.
         let lit = std::str::from_utf8(&s[start..i]).unwrap_or("0");
@@ -939,6 +911,29 @@ mod tests {
         }
         assert!(is_json_number(b"-0.5e-3"));
         assert!(!is_json_number(b"4.10.1"));
+    }
+
+    #[test]
+    fn malformed_numbers_are_described_as_go_describes_them() {
+        for (input, message) in [
+            ("[-x]", "invalid character 'x' in numeric literal"),
+            (
+                "[1.x]",
+                "invalid character 'x' after decimal point in numeric literal",
+            ),
+            (
+                "[1ex]",
+                "invalid character 'x' in exponent of numeric literal",
+            ),
+            (
+                "[1e+]",
+                "invalid character ']' in exponent of numeric literal",
+            ),
+            ("1.", "unexpected end of JSON input"),
+        ] {
+            let err = parse(input.as_bytes()).expect_err(input);
+            assert_eq!(err.message, message, "{input}");
+        }
     }
 
     #[test]
