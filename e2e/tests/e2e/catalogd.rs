@@ -6,9 +6,8 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use olm_api::fbc::walk_metas_dir;
 use olm_api::v1::{ClusterCatalog, ConditionType, find_condition};
 use olm_e2e::assets::Assets;
@@ -17,7 +16,7 @@ use olm_e2e::process::{Spec, Supervised};
 use olm_e2e::registry::Registry;
 use serde_json::json;
 
-use crate::support::unique_name;
+use crate::support::{create_namespace, delete_namespace, unique_name};
 
 const INSTANCE_LABEL: &str = "e2e.olm.test/catalogd";
 const WAIT: Duration = Duration::from_secs(90);
@@ -597,21 +596,7 @@ async fn an_image_without_the_catalog_label_is_reported_with_upstreams_message()
 async fn every_replica_serves_content_and_a_follower_takes_over_when_the_leader_stops() {
     let env = olm_e2e::shared().await;
     let client = env.client().await;
-    let ns = unique_name("catalogd-ha");
-    let namespaces: Api<Namespace> = Api::all(client);
-    namespaces
-        .create(
-            &PostParams::default(),
-            &Namespace {
-                metadata: ObjectMeta {
-                    name: Some(ns.clone()),
-                    ..ObjectMeta::default()
-                },
-                ..Namespace::default()
-            },
-        )
-        .await
-        .unwrap();
+    let ns = create_namespace(&client, "catalogd-ha").await;
     let repo = unique_name("ha");
     push_catalog(&env.registry, &format!("{repo}:v1"), &fixture("v1"))
         .await
@@ -701,7 +686,7 @@ async fn every_replica_serves_content_and_a_follower_takes_over_when_the_leader_
             api.get_opt(&name).await.unwrap().is_none().then_some(())
         })
         .await;
-    let _ = namespaces.delete(&ns, &DeleteParams::default()).await;
+    delete_namespace(&client, &ns).await;
 }
 
 /// The RBAC manifests in `config/rbac/catalogd`, moved into `namespace` and renamed with `suffix`
@@ -738,21 +723,7 @@ async fn catalogd_works_with_only_the_permissions_its_rbac_manifests_grant() {
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     let env = olm_e2e::shared().await;
     let client = env.client().await;
-    let ns = unique_name("catalogd-rbac");
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &Namespace {
-                metadata: ObjectMeta {
-                    name: Some(ns.clone()),
-                    ..ObjectMeta::default()
-                },
-                ..Namespace::default()
-            },
-        )
-        .await
-        .unwrap();
+    let ns = create_namespace(&client, "catalogd-rbac").await;
     let suffix = ns.rsplit('-').next().unwrap().to_string();
     let pp = PostParams::default();
     for object in catalogd_rbac(&ns, &suffix) {
@@ -843,7 +814,7 @@ async fn catalogd_works_with_only_the_permissions_its_rbac_manifests_grant() {
         "RBAC denial in the log:\n{}",
         catalogd.log_tail()
     );
-    let _ = namespaces.delete(&ns, &DeleteParams::default()).await;
+    delete_namespace(&client, &ns).await;
     let _ = Api::<ClusterRole>::all(client.clone())
         .delete(
             &format!("catalogd-manager-role-{suffix}"),

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::core::Status;
 use olm_api::v1::{ClusterCatalog, ClusterExtension};
@@ -18,6 +19,29 @@ pub fn cluster_extensions(client: &kube::Client) -> Api<DynamicObject> {
 /// The API resource of ClusterCatalog, for sending arbitrary (also invalid) JSON.
 pub fn cluster_catalogs(client: &kube::Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &ApiResource::erase::<ClusterCatalog>(&()))
+}
+
+/// Creates a namespace with a unique name starting with `prefix` and returns the name.
+pub async fn create_namespace(client: &kube::Client, prefix: &str) -> String {
+    let name = unique_name(prefix);
+    let namespace: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name},
+    }))
+    .unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap_or_else(|e| panic!("create namespace {name}: {e}"));
+    name
+}
+
+/// Deletes a namespace, ignoring errors (cleanup at the end of a test).
+pub async fn delete_namespace(client: &kube::Client, name: &str) {
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(name, &DeleteParams::default())
+        .await;
 }
 
 /// Creates an object from JSON (which may be invalid on purpose).
