@@ -12,9 +12,9 @@ use std::sync::Arc;
 use common::*;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use olm_api::v1::{METADATA_NAME_LABEL, UpgradeConstraintPolicy};
-use operator_controller::resolve::content::bundle_version;
-use operator_controller::resolve::filter::{CandidateRules, Successors};
-use operator_controller::resolve::{
+use olm_operator_core::resolve::content::bundle_version;
+use olm_operator_core::resolve::filter::{CandidateRules, Successors};
+use olm_operator_core::resolve::{
     CatalogInfo, InstalledBundle, PackageContent, ResolveError, Resolver, resolve,
 };
 
@@ -22,7 +22,7 @@ use UpgradeConstraintPolicy::{CatalogProvided as CP, SelfCertified as SC};
 
 const PKG: &str = "pkg-x1y2z";
 
-fn pkg_deprecation_names(r: &operator_controller::resolve::Resolution) -> Vec<String> {
+fn pkg_deprecation_names(r: &olm_operator_core::resolve::Resolution) -> Vec<String> {
     r.deprecation
         .as_ref()
         .unwrap()
@@ -229,7 +229,7 @@ fn run4(
     version: &str,
     policy: UpgradeConstraintPolicy,
     installed_bundle: Option<InstalledBundle>,
-) -> Result<operator_controller::resolve::Resolution, ResolveError> {
+) -> Result<olm_operator_core::resolve::Resolution, ResolveError> {
     resolve_in(
         &filter(PKG, channels, version, policy),
         installed_bundle.as_ref(),
@@ -652,7 +652,7 @@ fn counting_resolve(
     infos: &[CatalogInfo],
     content: impl Fn(&str) -> Arc<PackageContent>,
 ) -> (
-    Result<operator_controller::resolve::Resolution, ResolveError>,
+    Result<olm_operator_core::resolve::Resolution, ResolveError>,
     Vec<String>,
 ) {
     let fetched = RefCell::new(Vec::new());
@@ -951,12 +951,7 @@ fn e2e_catalog(version: &str) -> Arc<PackageContent> {
     let dir = shared_data().join(format!(
         "catalogs/upstream-operator-controller/testdata/images/catalogs/test-catalog/{version}/configs"
     ));
-    Arc::new(
-        operator_controller::catalog_source::dir::DirSource::open(dir)
-            .unwrap()
-            .package("test")
-            .unwrap(),
-    )
+    dir_package(&dir, "test")
 }
 
 #[test]
