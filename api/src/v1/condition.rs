@@ -122,6 +122,9 @@ pub enum ConditionReason {
     DeprecationStatusUnknown,
     InvalidConfiguration,
     Absent,
+    // ClusterExtension Available (upstream's experimental Boxcutter reasons)
+    ProbesSucceeded,
+    ProbeFailure,
 }
 
 impl ConditionReason {
@@ -139,6 +142,8 @@ impl ConditionReason {
             ConditionReason::DeprecationStatusUnknown => "DeprecationStatusUnknown",
             ConditionReason::InvalidConfiguration => "InvalidConfiguration",
             ConditionReason::Absent => "Absent",
+            ConditionReason::ProbesSucceeded => "ProbesSucceeded",
+            ConditionReason::ProbeFailure => "ProbeFailure",
         }
     }
 }

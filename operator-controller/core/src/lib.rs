@@ -8,5 +8,8 @@
 //!
 //! - [`resolve`]: which bundle of which catalog a ClusterExtension gets, and its deprecation
 //!   conditions.
+//! - [`apply_plan`]: what the apply layer writes, removes and checks for an extension, and
+//!   whether its Deployments are available.
 
+pub mod apply_plan;
 pub mod resolve;
