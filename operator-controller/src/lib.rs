@@ -4,7 +4,10 @@
 //!   every IO-free decision).
 //! - [`catalog_source`]: a package's content from catalogd over HTTP (cached) or a directory.
 //! - [`cli`]: the `operator-controller` command line (`resolve` mode).
+//! - [`apply`]: writes extensions' objects to the cluster and keeps them there (server-side
+//!   apply, collisions, pruning, uninstall, impersonation, drift watches, availability).
 
+pub mod apply;
 pub mod catalog_source;
 pub mod cli;
 pub use olm_operator_core::resolve;

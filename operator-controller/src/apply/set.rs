@@ -1,0 +1,477 @@
+//! Applying a set: [`Applier::apply`] (the steps are listed in the module above), the prune
+//! that follows it, and [`Applier::availability`].
+//!
+//! Input: an [`ApplyRequest`]. Output: an [`ApplyOutcome`] or an [`ApplyError`]. Network: the
+//! Kubernetes API, as the request's identity for everything that reads or writes the set's
+//! objects, as the controller for discovery, namespace and ServiceAccount existence,
+//! SubjectAccessReviews, the labelled-CRD list and availability reads.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use olm_operator_core::apply_plan::managed_fields::{self, FIELD_MANAGER};
+use olm_operator_core::apply_plan::ownership::{OWNER_KIND, OWNER_KIND_LABEL, OWNER_NAME_LABEL};
+use olm_operator_core::apply_plan::plan::{
+    CRD_GROUP, RemovalDecision, RemovalStep, plan, removal_decision,
+};
+use olm_operator_core::apply_plan::{
+    ApplyStep, Availability, Collision, DesiredSet, Gvk, KeepReason, KeptObject, ObjectRef, Owner,
+    PlanError, ResourceInfo, deployments_availability,
+};
+use serde_json::json;
+use tokio::time::{Instant, sleep};
+
+use super::call::{bounded, dynamic_api};
+use super::error::ApplyError;
+use super::identity::{client_for, require_permissions, require_service_account};
+use super::{AppliedObject, Applier, ApplyOutcome, ApplyRequest};
+
+/// How many objects are read at once before applying.
+const READ_CONCURRENCY: usize = 8;
+/// Bound of the pause between polls (CRD Established, objects gone).
+const MAX_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+impl Applier {
+    /// Makes the cluster match `request.desired` (see the module documentation above for the
+    /// steps). On error nothing after the failing step was done; on a collision, a missing
+    /// namespace or missing permissions, nothing was written at all.
+    pub async fn apply(&self, request: &ApplyRequest<'_>) -> Result<ApplyOutcome, ApplyError> {
+        let owner = request.owner;
+        let install_namespace = request.install_namespace;
+        let set = DesiredSet::parse(request.desired).map_err(PlanError::from)?;
+
+        let mut previous = request.previous.to_vec();
+        previous.extend(self.labelled_crds(owner).await?);
+        let mut kinds = set.kinds_to_discover();
+        kinds.extend(previous.iter().map(ObjectRef::gvk));
+        let served = self.discovery.resolve(&kinds).await?;
+        let plan = plan(&set, owner, install_namespace, &previous, &|gvk| {
+            served.get(gvk).cloned()
+        })?;
+
+        self.require_namespaces(&plan.namespaces).await?;
+        require_service_account(&self.client, request.identity, self.config.call_timeout).await?;
+        require_permissions(
+            &self.client,
+            request.identity,
+            plan.access_plan(owner).into_checks(),
+            self.config.call_timeout,
+        )
+        .await?;
+        let client = client_for(&self.client, request.identity);
+
+        let live = self.read_metadata(&client, &plan.steps).await?;
+        let collisions: Vec<Collision> = plan
+            .steps
+            .iter()
+            .zip(&live)
+            .filter_map(|(step, live)| step.collision(live.as_ref(), owner, install_namespace))
+            .collect();
+        if !collisions.is_empty() {
+            return Err(ApplyError::Collisions(collisions));
+        }
+
+        let mut outcome = ApplyOutcome::default();
+        let mut crds_to_establish = Vec::new();
+        for (index, (step, live)) in plan.steps.iter().zip(&live).enumerate() {
+            self.take_over_fields(&client, step, live.as_ref()).await?;
+            let applied = self.server_side_apply(&client, step).await?;
+            let resource_version = applied.metadata.resource_version.unwrap_or_default();
+            let before = live.as_ref().and_then(|m| m.resource_version.as_deref());
+            outcome.applied.push(AppliedObject {
+                object: step.object.clone(),
+                resource: step.resource.clone(),
+                changed: before != Some(resource_version.as_str()),
+                resource_version,
+            });
+            if step.crd.is_some() {
+                crds_to_establish.push(step.object.name.clone());
+                let next_is_crd = plan.steps.get(index + 1).is_some_and(|s| s.crd.is_some());
+                if !next_is_crd {
+                    self.wait_established(&client, &crds_to_establish).await?;
+                }
+            }
+        }
+
+        let (pruned, kept) = self
+            .prune(&client, owner, install_namespace, &plan.prune)
+            .await?;
+        outcome.pruned = pruned;
+        outcome.kept = kept;
+        Ok(outcome)
+    }
+
+    /// CustomResourceDefinitions carrying this extension's owner labels (read as the
+    /// controller: metadata of CRDs is not sensitive, and the ServiceAccount needs no `list`).
+    pub(crate) async fn labelled_crds(&self, owner: &Owner) -> Result<Vec<ObjectRef>, ApplyError> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let selector = format!(
+            "{OWNER_KIND_LABEL}={OWNER_KIND},{OWNER_NAME_LABEL}={}",
+            owner.name
+        );
+        let list = bounded(
+            self.config.call_timeout,
+            api.list_metadata(&ListParams::default().labels(&selector)),
+        )
+        .await
+        .map_err(ApplyError::api(
+            "list the CustomResourceDefinitions of this extension",
+        ))?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|crd| crd.metadata.name)
+            .map(|name| ObjectRef {
+                api_version: format!("{CRD_GROUP}/v1"),
+                kind: "CustomResourceDefinition".into(),
+                namespace: None,
+                name,
+            })
+            .collect())
+    }
+
+    /// Fails listing every namespace of `namespaces` that does not exist.
+    async fn require_namespaces(&self, namespaces: &BTreeSet<String>) -> Result<(), ApplyError> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let mut missing = Vec::new();
+        for namespace in namespaces {
+            let found = bounded(self.config.call_timeout, api.get_metadata_opt(namespace))
+                .await
+                .map_err(ApplyError::api(format!("read namespace \"{namespace}\"")))?;
+            if found.is_none() {
+                missing.push(namespace.clone());
+            }
+        }
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(ApplyError::NamespacesMissing(missing))
+        }
+    }
+
+    /// The live metadata of every step's object (`None`: absent), in step order.
+    async fn read_metadata(
+        &self,
+        client: &Client,
+        steps: &[ApplyStep],
+    ) -> Result<Vec<Option<ObjectMeta>>, ApplyError> {
+        stream::iter(steps)
+            .map(|step| async move {
+                // A kind whose CRD is not served yet answers 404 like an absent object: both
+                // mean there is nothing to collide with.
+                let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
+                let found = bounded(
+                    self.config.call_timeout,
+                    api.get_metadata_opt(&step.object.name),
+                )
+                .await
+                .map_err(ApplyError::api(format!("read {}", step.object)))?;
+                Ok(found.map(|m| m.metadata))
+            })
+            .buffered(READ_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
+    /// Moves the fields upstream's Helm client owns on `live` to our field manager, so later
+    /// applies can remove fields the bundle stops setting (`apply_plan::managed_fields`). The
+    /// patch carries the live resourceVersion: a concurrent change fails it (retried by the
+    /// next reconcile) instead of being overwritten.
+    async fn take_over_fields(
+        &self,
+        client: &Client,
+        step: &ApplyStep,
+        live: Option<&ObjectMeta>,
+    ) -> Result<(), ApplyError> {
+        let Some(live) = live else {
+            return Ok(());
+        };
+        let Some(entries) = live.managed_fields.as_deref() else {
+            return Ok(());
+        };
+        let Some(migrated) = managed_fields::migrate(entries, &step.resource.gvk.api_version())
+        else {
+            return Ok(());
+        };
+        let patch = json!({"metadata": {
+            "managedFields": migrated,
+            "resourceVersion": live.resource_version,
+        }});
+        let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        bounded(
+            self.config.call_timeout,
+            api.patch(&step.object.name, &params, &Patch::Merge(&patch)),
+        )
+        .await
+        .map_err(ApplyError::api(format!(
+            "take over the fields of {} from upstream's field manager",
+            step.object
+        )))?;
+        Ok(())
+    }
+
+    /// Server-side apply of one object with `force`. An object whose kind a CRD of the set
+    /// defines is retried on 404 until the CRD's bound: the API server may serve a just
+    /// Established CRD's resource a moment later.
+    async fn server_side_apply(
+        &self,
+        client: &Client,
+        step: &ApplyStep,
+    ) -> Result<kube::api::DynamicObject, ApplyError> {
+        let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let deadline = Instant::now() + self.config.crd_established_timeout;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match bounded(
+                self.config.call_timeout,
+                api.patch(&step.object.name, &params, &Patch::Apply(&step.body)),
+            )
+            .await
+            {
+                Ok(object) => return Ok(object),
+                Err(e)
+                    if e.is_not_found()
+                        && step.needs_established_crd.is_some()
+                        && Instant::now() < deadline =>
+                {
+                    sleep(pause).await;
+                    pause = (pause * 2).min(MAX_POLL_INTERVAL);
+                }
+                Err(e) => {
+                    if e.is_not_found() {
+                        self.discovery.forget(&step.resource.gvk);
+                    }
+                    return Err(ApplyError::api(format!("apply {}", step.object))(e));
+                }
+            }
+        }
+    }
+
+    /// Waits until every CRD of `names` is Established; fails at once when the API server
+    /// refuses a CRD's names (that does not heal by waiting), or at the bound.
+    async fn wait_established(&self, client: &Client, names: &[String]) -> Result<(), ApplyError> {
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let deadline = Instant::now() + self.config.crd_established_timeout;
+        let mut pause = Duration::from_millis(50);
+        for name in names {
+            loop {
+                let crd = bounded(self.config.call_timeout, api.get_opt(name))
+                    .await
+                    .map_err(ApplyError::api(format!(
+                        "read CustomResourceDefinition \"{name}\""
+                    )))?;
+                let conditions = crd
+                    .and_then(|c| c.status)
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default();
+                let condition = |type_: &str| conditions.iter().find(|c| c.type_ == type_);
+                if condition("Established").is_some_and(|c| c.status == "True") {
+                    break;
+                }
+                if let Some(refused) = condition("NamesAccepted").filter(|c| c.status == "False") {
+                    return Err(ApplyError::CrdNotEstablished {
+                        name: name.clone(),
+                        detail: format!(
+                            "NamesAccepted is False: {}",
+                            refused.message.as_deref().unwrap_or("")
+                        ),
+                    });
+                }
+                if Instant::now() >= deadline {
+                    let detail = match condition("Established") {
+                        Some(c) => format!(
+                            "Established is {} after {}s: {}",
+                            c.status,
+                            self.config.crd_established_timeout.as_secs(),
+                            c.message.as_deref().unwrap_or("")
+                        ),
+                        None => format!(
+                            "no Established condition after {}s",
+                            self.config.crd_established_timeout.as_secs()
+                        ),
+                    };
+                    return Err(ApplyError::CrdNotEstablished {
+                        name: name.clone(),
+                        detail,
+                    });
+                }
+                sleep(pause).await;
+                pause = (pause * 2).min(MAX_POLL_INTERVAL);
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the removal steps' objects in order, keeping those the table of
+    /// [`removal_decision`] keeps and CRDs that still have custom resources.
+    async fn prune(
+        &self,
+        client: &Client,
+        owner: &Owner,
+        install_namespace: &str,
+        removals: &[RemovalStep],
+    ) -> Result<(Vec<ObjectRef>, Vec<KeptObject>), ApplyError> {
+        let mut pruned = Vec::new();
+        let mut kept = Vec::new();
+        for removal in removals {
+            let api = dynamic_api(
+                client,
+                &removal.resource,
+                removal.object.namespace.as_deref(),
+            );
+            let live = bounded(
+                self.config.call_timeout,
+                api.get_metadata_opt(&removal.object.name),
+            )
+            .await
+            .map_err(ApplyError::api(format!("read {}", removal.object)))?
+            .map(|m| m.metadata);
+            match removal_decision(live.as_ref(), owner, install_namespace) {
+                RemovalDecision::Gone => continue,
+                RemovalDecision::Keep(reason) => {
+                    kept.push(KeptObject {
+                        object: removal.object.clone(),
+                        reason,
+                    });
+                    continue;
+                }
+                RemovalDecision::Delete => {}
+            }
+            if removal.custom_resources.is_some() {
+                let reason = match self
+                    .has_custom_resources(client, &removal.object.name)
+                    .await
+                {
+                    Ok(false) => None,
+                    Ok(true) => Some(KeepReason::CustomResourcesExist),
+                    Err(why) => Some(KeepReason::CustomResourcesUnknown(why)),
+                };
+                if let Some(reason) = reason {
+                    kept.push(KeptObject {
+                        object: removal.object.clone(),
+                        reason,
+                    });
+                    continue;
+                }
+            }
+            let uid = live.and_then(|m| m.uid);
+            if self
+                .delete_exact(client, &removal.resource, &removal.object, uid)
+                .await?
+            {
+                pruned.push(removal.object.clone());
+            }
+        }
+        Ok((pruned, kept))
+    }
+
+    /// Whether any custom resource of the CRD `name` exists, in any namespace. `Err` carries
+    /// why that could not be determined.
+    async fn has_custom_resources(&self, client: &Client, name: &str) -> Result<bool, String> {
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let crd = bounded(self.config.call_timeout, crds.get_opt(name))
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(crd) = crd else {
+            return Ok(false);
+        };
+        let spec = &crd.spec;
+        let served: Vec<&str> = spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.name.as_str())
+            .collect();
+        let version = spec
+            .versions
+            .iter()
+            .find(|v| v.served && v.storage)
+            .map(|v| v.name.as_str())
+            .or_else(|| served.first().copied());
+        let Some(version) = version else {
+            // Nothing served: custom resources cannot be listed, and could still be stored.
+            return Err("no version of it is served".into());
+        };
+        let resource = ResourceInfo {
+            gvk: Gvk {
+                group: spec.group.clone(),
+                version: version.to_owned(),
+                kind: spec.names.kind.clone(),
+            },
+            plural: spec.names.plural.clone(),
+            namespaced: spec.scope == "Namespaced",
+        };
+        let api = dynamic_api(client, &resource, None);
+        let list = bounded(
+            self.config.call_timeout,
+            api.list_metadata(&ListParams::default().limit(1)),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(!list.items.is_empty())
+    }
+
+    /// Deletes one object if it is still the one that was read (`uid` precondition). Returns
+    /// false when it was already gone or replaced by another object of the same name.
+    pub(crate) async fn delete_exact(
+        &self,
+        client: &Client,
+        resource: &ResourceInfo,
+        object: &ObjectRef,
+        uid: Option<String>,
+    ) -> Result<bool, ApplyError> {
+        let api = dynamic_api(client, resource, object.namespace.as_deref());
+        let params = DeleteParams {
+            preconditions: uid.map(|uid| Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteParams::background()
+        };
+        match bounded(self.config.call_timeout, api.delete(&object.name, &params)).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() || e.is_conflict() => Ok(false),
+            Err(e) => Err(ApplyError::api(format!("delete {object}"))(e)),
+        }
+    }
+
+    /// The `Available` condition of `deployments` (from [`ApplyOutcome::deployments`]), read
+    /// with the controller's identity.
+    pub async fn availability(
+        &self,
+        deployments: &[ObjectRef],
+    ) -> Result<Availability, ApplyError> {
+        let mut observed = Vec::with_capacity(deployments.len());
+        for reference in deployments {
+            let resource = ResourceInfo {
+                gvk: reference.gvk(),
+                plural: "deployments".into(),
+                namespaced: true,
+            };
+            let api = dynamic_api(&self.client, &resource, reference.namespace.as_deref());
+            let live = bounded(self.config.call_timeout, api.get_opt(&reference.name))
+                .await
+                .map_err(ApplyError::api(format!("read {reference}")))?;
+            let live = live
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(|e| ApplyError::Api {
+                    action: format!("read {reference}"),
+                    source: super::error::ApiFailure::Transport(e.to_string()),
+                })?;
+            observed.push((reference.clone(), live));
+        }
+        Ok(deployments_availability(&observed))
+    }
+}
