@@ -8,6 +8,7 @@
 
 mod admission_cluster_catalog;
 mod admission_cluster_extension;
+mod apply;
 mod catalogd;
 mod control_plane;
 mod dev_env;

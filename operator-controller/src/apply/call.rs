@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ApiResource, DynamicObject};
 use olm_operator_core::apply_plan::ResourceInfo;
 
@@ -46,5 +47,33 @@ pub(crate) fn dynamic_api(
     match namespace {
         Some(ns) if resource.namespaced => Api::namespaced_with(client.clone(), ns, &ar),
         _ => Api::all_with(client.clone(), &ar),
+    }
+}
+
+/// The metadata of one object, `None` when it does not exist. Any 404 counts as absent: the
+/// API server answers a plain-text 404 (not a `NotFound` status) for a kind that is not
+/// served, e.g. a custom resource whose CRD was just deleted.
+pub(crate) async fn read_metadata(
+    api: &Api<DynamicObject>,
+    name: &str,
+    limit: Duration,
+) -> Result<Option<ObjectMeta>, ApiFailure> {
+    match bounded(limit, api.get_metadata(name)).await {
+        Ok(found) => Ok(Some(found.metadata)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// One whole object, `None` when it does not exist (any 404, as for [`read_metadata`]).
+pub(crate) async fn read_object(
+    api: &Api<DynamicObject>,
+    name: &str,
+    limit: Duration,
+) -> Result<Option<DynamicObject>, ApiFailure> {
+    match bounded(limit, api.get(name)).await {
+        Ok(found) => Ok(Some(found)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
     }
 }

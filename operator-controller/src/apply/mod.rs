@@ -140,7 +140,9 @@ pub struct AppliedObject {
     pub resource: ResourceInfo,
     /// After the apply.
     pub resource_version: String,
-    /// False when the API server found nothing to change (resourceVersion kept).
+    /// Whether the apply changed the object: created it, changed its metadata or content
+    /// (`status` and bookkeeping metadata aside, which controllers write concurrently), or
+    /// took over upstream's managed fields.
     pub changed: bool,
 }
 
@@ -156,7 +158,7 @@ pub struct ApplyOutcome {
 }
 
 impl ApplyOutcome {
-    /// The objects whose resourceVersion changed (created, updated, or taken over).
+    /// The objects the apply changed (see [`AppliedObject::changed`]).
     pub fn changed(&self) -> impl Iterator<Item = &ObjectRef> {
         self.applied.iter().filter(|a| a.changed).map(|a| &a.object)
     }

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
 use olm_operator_core::apply_plan::managed_fields::{self, FIELD_MANAGER};
 use olm_operator_core::apply_plan::ownership::{OWNER_KIND, OWNER_KIND_LABEL, OWNER_NAME_LABEL};
 use olm_operator_core::apply_plan::plan::{
@@ -27,7 +27,7 @@ use olm_operator_core::apply_plan::{
 use serde_json::json;
 use tokio::time::{Instant, sleep};
 
-use super::call::{bounded, dynamic_api};
+use super::call::{bounded, dynamic_api, read_metadata, read_object};
 use super::error::ApplyError;
 use super::identity::{client_for, require_permissions, require_service_account};
 use super::{AppliedObject, Applier, ApplyOutcome, ApplyRequest};
@@ -66,12 +66,14 @@ impl Applier {
         .await?;
         let client = client_for(&self.client, request.identity);
 
-        let live = self.read_metadata(&client, &plan.steps).await?;
+        let live = self.read_objects(&client, &plan.steps).await?;
         let collisions: Vec<Collision> = plan
             .steps
             .iter()
             .zip(&live)
-            .filter_map(|(step, live)| step.collision(live.as_ref(), owner, install_namespace))
+            .filter_map(|(step, live)| {
+                step.collision(live.as_ref().map(|o| &o.metadata), owner, install_namespace)
+            })
             .collect();
         if !collisions.is_empty() {
             return Err(ApplyError::Collisions(collisions));
@@ -80,15 +82,18 @@ impl Applier {
         let mut outcome = ApplyOutcome::default();
         let mut crds_to_establish = Vec::new();
         for (index, (step, live)) in plan.steps.iter().zip(&live).enumerate() {
-            self.take_over_fields(&client, step, live.as_ref()).await?;
+            let live_meta = live.as_ref().map(|o| &o.metadata);
+            let took_over = self.take_over_fields(&client, step, live_meta).await?;
             let applied = self.server_side_apply(&client, step).await?;
-            let resource_version = applied.metadata.resource_version.unwrap_or_default();
-            let before = live.as_ref().and_then(|m| m.resource_version.as_deref());
+            let changed = took_over
+                || live
+                    .as_ref()
+                    .is_none_or(|before| desired_state(before) != desired_state(&applied));
             outcome.applied.push(AppliedObject {
                 object: step.object.clone(),
                 resource: step.resource.clone(),
-                changed: before != Some(resource_version.as_str()),
-                resource_version,
+                resource_version: applied.metadata.resource_version.unwrap_or_default(),
+                changed,
             });
             if step.crd.is_some() {
                 crds_to_establish.push(step.object.name.clone());
@@ -155,24 +160,20 @@ impl Applier {
         }
     }
 
-    /// The live metadata of every step's object (`None`: absent), in step order.
-    async fn read_metadata(
+    /// Every step's live object (`None`: absent), in step order.
+    async fn read_objects(
         &self,
         client: &Client,
         steps: &[ApplyStep],
-    ) -> Result<Vec<Option<ObjectMeta>>, ApplyError> {
+    ) -> Result<Vec<Option<DynamicObject>>, ApplyError> {
         stream::iter(steps)
             .map(|step| async move {
                 // A kind whose CRD is not served yet answers 404 like an absent object: both
                 // mean there is nothing to collide with.
                 let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
-                let found = bounded(
-                    self.config.call_timeout,
-                    api.get_metadata_opt(&step.object.name),
-                )
-                .await
-                .map_err(ApplyError::api(format!("read {}", step.object)))?;
-                Ok(found.map(|m| m.metadata))
+                read_object(&api, &step.object.name, self.config.call_timeout)
+                    .await
+                    .map_err(ApplyError::api(format!("read {}", step.object)))
             })
             .buffered(READ_CONCURRENCY)
             .try_collect()
@@ -182,22 +183,22 @@ impl Applier {
     /// Moves the fields upstream's Helm client owns on `live` to our field manager, so later
     /// applies can remove fields the bundle stops setting (`apply_plan::managed_fields`). The
     /// patch carries the live resourceVersion: a concurrent change fails it (retried by the
-    /// next reconcile) instead of being overwritten.
+    /// next reconcile) instead of being overwritten. Returns whether it wrote.
     async fn take_over_fields(
         &self,
         client: &Client,
         step: &ApplyStep,
         live: Option<&ObjectMeta>,
-    ) -> Result<(), ApplyError> {
+    ) -> Result<bool, ApplyError> {
         let Some(live) = live else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(entries) = live.managed_fields.as_deref() else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(migrated) = managed_fields::migrate(entries, &step.resource.gvk.api_version())
         else {
-            return Ok(());
+            return Ok(false);
         };
         let patch = json!({"metadata": {
             "managedFields": migrated,
@@ -217,7 +218,7 @@ impl Applier {
             "take over the fields of {} from upstream's field manager",
             step.object
         )))?;
-        Ok(())
+        Ok(true)
     }
 
     /// Server-side apply of one object with `force`. An object whose kind a CRD of the set
@@ -227,7 +228,7 @@ impl Applier {
         &self,
         client: &Client,
         step: &ApplyStep,
-    ) -> Result<kube::api::DynamicObject, ApplyError> {
+    ) -> Result<DynamicObject, ApplyError> {
         let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let deadline = Instant::now() + self.config.crd_established_timeout;
@@ -330,13 +331,9 @@ impl Applier {
                 &removal.resource,
                 removal.object.namespace.as_deref(),
             );
-            let live = bounded(
-                self.config.call_timeout,
-                api.get_metadata_opt(&removal.object.name),
-            )
-            .await
-            .map_err(ApplyError::api(format!("read {}", removal.object)))?
-            .map(|m| m.metadata);
+            let live = read_metadata(&api, &removal.object.name, self.config.call_timeout)
+                .await
+                .map_err(ApplyError::api(format!("read {}", removal.object)))?;
             match removal_decision(live.as_ref(), owner, install_namespace) {
                 RemovalDecision::Gone => continue,
                 RemovalDecision::Keep(reason) => {
@@ -474,4 +471,20 @@ impl Applier {
         }
         Ok(deployments_availability(&observed))
     }
+}
+
+/// The parts of an object an apply can change: everything but `status` (written by
+/// controllers, possibly between our read and our write) and the bookkeeping metadata
+/// (`resourceVersion`, `managedFields`, `generation`). Equal before and after an apply means
+/// the apply changed nothing.
+fn desired_state(object: &DynamicObject) -> (ObjectMeta, serde_json::Value) {
+    let mut metadata = object.metadata.clone();
+    metadata.resource_version = None;
+    metadata.managed_fields = None;
+    metadata.generation = None;
+    let mut data = object.data.clone();
+    if let Some(map) = data.as_object_mut() {
+        map.remove("status");
+    }
+    (metadata, data)
 }

@@ -28,7 +28,7 @@ use olm_operator_core::apply_plan::plan::{
 use olm_operator_core::apply_plan::{AccessPlan, KeptObject, ObjectRef};
 use tokio::time::{Instant, sleep};
 
-use super::call::{bounded, dynamic_api};
+use super::call::{dynamic_api, read_metadata};
 use super::error::ApplyError;
 use super::identity::{client_for, require_permissions, require_service_account};
 use super::{Applier, UninstallOutcome, UninstallRequest};
@@ -68,13 +68,9 @@ impl Applier {
         let mut deleted = Vec::new();
         for step in &steps {
             let api = dynamic_api(&client, &step.resource, step.object.namespace.as_deref());
-            let live = bounded(
-                self.config.call_timeout,
-                api.get_metadata_opt(&step.object.name),
-            )
-            .await
-            .map_err(ApplyError::api(format!("read {}", step.object)))?
-            .map(|m| m.metadata);
+            let live = read_metadata(&api, &step.object.name, self.config.call_timeout)
+                .await
+                .map_err(ApplyError::api(format!("read {}", step.object)))?;
             match removal_decision(live.as_ref(), owner, install_namespace) {
                 RemovalDecision::Gone => {}
                 RemovalDecision::Keep(reason) => outcome.kept.push(KeptObject {
@@ -102,13 +98,10 @@ impl Applier {
             let mut still = Vec::new();
             for (step, uid) in pending {
                 let api = dynamic_api(&client, &step.resource, step.object.namespace.as_deref());
-                let live = bounded(
-                    self.config.call_timeout,
-                    api.get_metadata_opt(&step.object.name),
-                )
-                .await
-                .map_err(ApplyError::api(format!("read {}", step.object)))?;
-                let same = live.is_some_and(|m| m.metadata.uid == uid);
+                let live = read_metadata(&api, &step.object.name, self.config.call_timeout)
+                    .await
+                    .map_err(ApplyError::api(format!("read {}", step.object)))?;
+                let same = live.is_some_and(|m| m.uid == uid);
                 if same {
                     still.push((step, uid));
                 } else {
