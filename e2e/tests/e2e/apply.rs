@@ -992,12 +992,9 @@ async fn a_service_account_without_rbac_gets_every_missing_permission_in_one_mes
         format!(
             "pre-authorization failed: service account requires the following permissions to manage cluster extension:\n  \
              Namespace:\"\" APIGroups:[olm.operatorframework.io] Resources:[clusterextensions/finalizers] ResourceNames:[{ce}] Verbs:[update]\n  \
-             Namespace:\"\" APIGroups:[rbac.authorization.k8s.io] Resources:[clusterroles] ResourceNames:[{role}] Verbs:[get,patch]\n  \
-             Namespace:\"\" APIGroups:[rbac.authorization.k8s.io] Resources:[clusterroles] Verbs:[create]\n  \
-             Namespace:\"{ns}\" APIGroups:[] Resources:[configmaps] ResourceNames:[settings] Verbs:[get,patch]\n  \
-             Namespace:\"{ns}\" APIGroups:[] Resources:[configmaps] Verbs:[create]\n  \
-             Namespace:\"{ns}\" APIGroups:[apps] Resources:[deployments] ResourceNames:[operator] Verbs:[get,patch]\n  \
-             Namespace:\"{ns}\" APIGroups:[apps] Resources:[deployments] Verbs:[create]\n\
+             Namespace:\"\" APIGroups:[rbac.authorization.k8s.io] Resources:[clusterroles] ResourceNames:[{role}] Verbs:[create,get,patch]\n  \
+             Namespace:\"{ns}\" APIGroups:[] Resources:[configmaps] ResourceNames:[settings] Verbs:[create,get,patch]\n  \
+             Namespace:\"{ns}\" APIGroups:[apps] Resources:[deployments] ResourceNames:[operator] Verbs:[create,get,patch]\n\
              checked as user \"system:serviceaccount:{ns}:installer\"",
             ce = owner.name
         )
@@ -1013,8 +1010,9 @@ async fn a_service_account_without_rbac_gets_every_missing_permission_in_one_mes
         "nothing written"
     );
 
-    // Grant exactly what the message asked for: a Role for the namespace, a ClusterRole for
-    // the rest.
+    // Grant exactly what the message asked for, limited to the named objects: a Role for the
+    // namespace, a ClusterRole for the rest. (That a name-limited `create` is enough is what
+    // the API server does for server-side apply; the preflight checks the same.)
     let bind = |kind: &str, name: &str| {
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
                "metadata": {"name": name, "namespace": ns},
@@ -1044,8 +1042,10 @@ async fn a_service_account_without_rbac_gets_every_missing_permission_in_one_mes
         rbac("Role", "roles", true),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                "metadata": {"name": granted, "namespace": ns},
-               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "patch", "create", "delete"]},
-                         {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "patch", "create", "delete"]}]}),
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["settings"],
+                          "verbs": ["get", "patch", "create", "delete"]},
+                         {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": ["operator"],
+                          "verbs": ["get", "patch", "create", "delete"]}]}),
     )
     .await;
     create(
@@ -1057,7 +1057,8 @@ async fn a_service_account_without_rbac_gets_every_missing_permission_in_one_mes
         rbac("ClusterRole", "clusterroles", false),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                "metadata": {"name": granted},
-               "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["get", "patch", "create", "delete"]},
+               "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": [role],
+                          "verbs": ["get", "patch", "create", "delete"]},
                          {"apiGroups": ["olm.operatorframework.io"], "resources": ["clusterextensions/finalizers"],
                           "resourceNames": [owner.name], "verbs": ["update"]}]}),
     )

@@ -9,14 +9,15 @@
 //! first, so a missing permission is reported before anything is written, all of them at
 //! once. Unset: the controller's own identity, no checks (upstream v1.11's behaviour).
 //!
-//! Verb plan (one check per distinct row; `create` is checked without a name because the
-//! API server authorizes creation before the object has one, so a `resourceNames` rule never
-//! allows it):
+//! Verb plan (one check per distinct row). Server-side apply is a `patch`; when the object
+//! does not exist the API server also authorizes it as `create` *with the object's name*
+//! (checked against kube-apiserver 1.34: without `create` the apply is refused; a `create`
+//! rule limited by `resourceNames` to that name allows it). So every applied object needs
+//! `create` by name, whether it exists yet or not (it may be deleted before the next apply):
 //!
 //! | operation | verb | resource | namespace | name |
 //! |---|---|---|---|---|
-//! | apply an object | `get`, `patch` | its resource | its namespace | its name |
-//! | apply an object | `create` | its resource | its namespace | — |
+//! | apply an object | `get`, `patch`, `create` | its resource | its namespace | its name |
 //! | set the controller reference (not on `keep` objects) | `update` | `clusterextensions/finalizers` | — | the extension |
 //! | prune an object | `get`, `delete` | its resource | its namespace | its name |
 //! | prune a CustomResourceDefinition | `list` | its custom resources | all namespaces | — |
@@ -32,8 +33,8 @@
 //!
 //! ```text
 //! pre-authorization failed: service account requires the following permissions to manage cluster extension:
-//!   Namespace:"" APIGroups:[apiextensions.k8s.io] Resources:[customresourcedefinitions] ResourceNames:[widgets.example.com] Verbs:[get,patch]
-//!   Namespace:"ns" APIGroups:[] Resources:[configmaps] Verbs:[create]
+//!   Namespace:"" APIGroups:[apiextensions.k8s.io] Resources:[customresourcedefinitions] ResourceNames:[widgets.example.com] Verbs:[create,get,patch]
+//!   Namespace:"ns" APIGroups:[] Resources:[configmaps] ResourceNames:[settings] Verbs:[create,get,patch]
 //! checked as user "system:serviceaccount:ns:installer"
 //! ```
 
@@ -139,9 +140,9 @@ impl AccessPlan {
         AccessPlan::default()
     }
 
-    /// `get`, `patch` (named) and `create` (collection) for an object to apply.
+    /// `get`, `patch` and `create`, by name, for an object to apply.
     pub fn apply(&mut self, o: CheckedObject<'_>) {
-        for verb in ["get", "patch"] {
+        for verb in ["get", "patch", "create"] {
             self.checks.insert(AccessCheck::new(
                 verb,
                 o.group,
@@ -150,13 +151,6 @@ impl AccessPlan {
                 Some(o.name),
             ));
         }
-        self.checks.insert(AccessCheck::new(
-            "create",
-            o.group,
-            o.plural,
-            o.namespace,
-            None,
-        ));
     }
 
     /// `update` on `clusterextensions/finalizers` of the owner, needed to set a controller
@@ -270,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_has_named_verbs_collection_create_and_owner_reference_rows_deduplicated() {
+    fn the_plan_has_named_verbs_and_owner_reference_rows_deduplicated() {
         let mut plan = AccessPlan::new();
         let cm = CheckedObject {
             group: "",
@@ -306,9 +300,10 @@ mod tests {
                 "get apiextensions.k8s.io/customresourcedefinitions/ :widgets.example.com",
                 "list example.com/widgets/ :",
                 "update olm.operatorframework.io/clusterextensions/finalizers :ext",
-                "create /configmaps/ ns:",
+                "create /configmaps/ ns:a",
                 "get /configmaps/ ns:a",
                 "patch /configmaps/ ns:a",
+                "create /configmaps/ ns:b",
                 "get /configmaps/ ns:b",
                 "patch /configmaps/ ns:b",
             ]

@@ -761,7 +761,7 @@ mod tests {
             )
         );
         assert!(checks.contains(&"delete /configmaps ns:dropped".to_owned()));
-        assert!(checks.contains(&"create /configmaps ns:".to_owned()));
+        assert!(checks.contains(&"create /configmaps ns:kept".to_owned()));
         assert!(
             checks.contains(&"update olm.operatorframework.io/clusterextensions :ext".to_owned())
         );
