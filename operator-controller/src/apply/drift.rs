@@ -15,8 +15,10 @@
 //! | object deleted | yes, `Deleted` |
 //! | object changed (resourceVersion differs from the last one seen) | yes, `Modified` |
 //! | object created, or seen for the first time | no (our own apply creates it) |
+//! | `owner-name` label removed or changed | `Modified` to the previous owner (and the new one) |
+//! | `owner-kind` label removed (the object leaves the selector) | `Deleted` (the API server reports it so) |
 //! | watch re-listed after a gap | objects missing from the new list as `Deleted`, changed ones as `Modified` |
-//! | object without an `owner-name` label | no |
+//! | object never seen with an `owner-name` label | no |
 //!
 //! Only metadata is watched and only `(owner, resourceVersion)` per object is kept, so the
 //! memory per watched object is a few dozen bytes. A kind no extension uses any more stops
@@ -129,7 +131,7 @@ impl DriftWatches {
 }
 
 /// What is remembered per watched object.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Seen {
     owner: String,
     resource_version: String,
@@ -137,17 +139,112 @@ struct Seen {
 
 type ObjectName = (Option<String>, String);
 
-fn identify(meta: &PartialObjectMeta<DynamicObject>) -> Option<(ObjectName, Seen)> {
+/// An object's namespace and name, and its owner and resourceVersion when it has an
+/// `owner-name` label.
+fn identify(meta: &PartialObjectMeta<DynamicObject>) -> Option<(ObjectName, Option<Seen>)> {
     let metadata = &meta.metadata;
-    let owner = metadata.labels.as_ref()?.get(OWNER_NAME_LABEL)?.clone();
     let name = metadata.name.clone()?;
-    Some((
-        (metadata.namespace.clone(), name),
-        Seen {
-            owner,
+    let seen = metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(OWNER_NAME_LABEL))
+        .map(|owner| Seen {
+            owner: owner.clone(),
             resource_version: metadata.resource_version.clone().unwrap_or_default(),
-        },
-    ))
+        });
+    Some(((metadata.namespace.clone(), name), seen))
+}
+
+/// The bookkeeping of one watch: the objects of its kind as the events describe them, and the
+/// events of the module table they give rise to.
+struct Tracker {
+    kind: ResourceInfo,
+    known: HashMap<ObjectName, Seen>,
+    /// Objects of a re-list in progress (between `Init` and `InitDone`).
+    relisting: Option<HashMap<ObjectName, Seen>>,
+}
+
+impl Tracker {
+    fn new(kind: ResourceInfo) -> Tracker {
+        Tracker {
+            kind,
+            known: HashMap::new(),
+            relisting: None,
+        }
+    }
+
+    fn report(&self, name: &ObjectName, owner: &str, change: DriftChange) -> DriftEvent {
+        DriftEvent {
+            extension: owner.to_owned(),
+            object: ObjectRef::new(&self.kind.gvk, name.0.as_deref(), &name.1),
+            change,
+        }
+    }
+
+    /// The drift events of one watch event, and whether the watch is now in sync (a list
+    /// completed).
+    fn observe(
+        &mut self,
+        event: Event<PartialObjectMeta<DynamicObject>>,
+    ) -> (Vec<DriftEvent>, bool) {
+        let mut out = Vec::new();
+        match event {
+            Event::Init => self.relisting = Some(HashMap::new()),
+            Event::InitApply(meta) => {
+                if let (Some(list), Some((name, Some(seen)))) =
+                    (self.relisting.as_mut(), identify(&meta))
+                {
+                    list.insert(name, seen);
+                }
+            }
+            Event::InitDone => {
+                let fresh = self.relisting.take().unwrap_or_default();
+                for (name, old) in &self.known {
+                    match fresh.get(name) {
+                        None => out.push(self.report(name, &old.owner, DriftChange::Deleted)),
+                        Some(new) if new != old => {
+                            if new.owner != old.owner {
+                                out.push(self.report(name, &old.owner, DriftChange::Modified));
+                            }
+                            out.push(self.report(name, &new.owner, DriftChange::Modified));
+                        }
+                        Some(_) => {}
+                    }
+                }
+                self.known = fresh;
+                return (out, true);
+            }
+            Event::Apply(meta) => {
+                let Some((name, seen)) = identify(&meta) else {
+                    return (out, false);
+                };
+                let old = match seen {
+                    Some(seen) => self.known.insert(name.clone(), seen),
+                    None => self.known.remove(&name),
+                };
+                let now = self.known.get(&name);
+                if let Some(old) = old
+                    && now != Some(&old)
+                {
+                    // Changed, lost its owner label, or moved to another owner: the old owner
+                    // re-applies (restoring its label), a new owner hears of it too.
+                    out.push(self.report(&name, &old.owner, DriftChange::Modified));
+                    if let Some(now) = now.filter(|n| n.owner != old.owner) {
+                        out.push(self.report(&name, &now.owner, DriftChange::Modified));
+                    }
+                }
+            }
+            Event::Delete(meta) => {
+                if let Some((name, seen)) = identify(&meta) {
+                    let old = self.known.remove(&name);
+                    if let Some(owner) = old.map(|o| o.owner).or(seen.map(|s| s.owner)) {
+                        out.push(self.report(&name, &owner, DriftChange::Deleted));
+                    }
+                }
+            }
+        }
+        (out, false)
+    }
 }
 
 async fn run_watch(
@@ -158,61 +255,136 @@ async fn run_watch(
 ) {
     let config = watcher::Config::default().labels(OWNER_KIND_SELECTOR);
     let mut stream = watch_stream(api, config).default_backoff().boxed();
-    let mut known: HashMap<ObjectName, Seen> = HashMap::new();
-    let mut relisting: Option<HashMap<ObjectName, Seen>> = None;
-    let report = |name: &ObjectName, owner: &str, change: DriftChange| DriftEvent {
-        extension: owner.to_owned(),
-        object: ObjectRef::new(&kind.gvk, name.0.as_deref(), &name.1),
-        change,
-    };
+    let mut tracker = Tracker::new(kind);
     while let Some(event) = stream.next().await {
-        let mut out = Vec::new();
-        match event {
-            Ok(Event::Init) => relisting = Some(HashMap::new()),
-            Ok(Event::InitApply(meta)) => {
-                if let (Some(list), Some((name, seen))) = (relisting.as_mut(), identify(&meta)) {
-                    list.insert(name, seen);
-                }
-            }
-            Ok(Event::InitDone) => {
-                let fresh = relisting.take().unwrap_or_default();
-                for (name, old) in &known {
-                    match fresh.get(name) {
-                        None => out.push(report(name, &old.owner, DriftChange::Deleted)),
-                        Some(new) if new.resource_version != old.resource_version => {
-                            out.push(report(name, &new.owner, DriftChange::Modified));
-                        }
-                        Some(_) => {}
-                    }
-                }
-                known = fresh;
-                synced.send_replace(true);
-            }
-            Ok(Event::Apply(meta)) => {
-                if let Some((name, seen)) = identify(&meta)
-                    && let Some(old) = known.insert(name.clone(), seen.clone())
-                    && old.resource_version != seen.resource_version
-                {
-                    if old.owner != seen.owner {
-                        out.push(report(&name, &old.owner, DriftChange::Modified));
-                    }
-                    out.push(report(&name, &seen.owner, DriftChange::Modified));
-                }
-            }
-            Ok(Event::Delete(meta)) => {
-                if let Some((name, seen)) = identify(&meta) {
-                    known.remove(&name);
-                    out.push(report(&name, &seen.owner, DriftChange::Deleted));
-                }
-            }
+        let event = match event {
+            Ok(event) => event,
             Err(error) => {
-                tracing::warn!(kind = %kind.gvk, %error, "drift watch failed; retrying with backoff");
+                tracing::warn!(kind = %tracker.kind.gvk, %error, "drift watch failed; retrying with backoff");
+                continue;
             }
+        };
+        let (drift, in_sync) = tracker.observe(event);
+        if in_sync {
+            synced.send_replace(true);
         }
-        for event in out {
+        for event in drift {
             if events.send(event).await.is_err() {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use olm_operator_core::apply_plan::Gvk;
+
+    fn kind() -> ResourceInfo {
+        ResourceInfo {
+            gvk: Gvk::from_api_version("v1", "ConfigMap"),
+            plural: "configmaps".into(),
+            namespaced: true,
+        }
+    }
+
+    fn meta(name: &str, owner: Option<&str>, rv: &str) -> PartialObjectMeta<DynamicObject> {
+        PartialObjectMeta {
+            types: None,
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                labels: owner.map(|o| [(OWNER_NAME_LABEL.to_owned(), o.to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            _phantom: Default::default(),
+        }
+    }
+
+    fn summary(events: &[DriftEvent]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| format!("{} {} {:?}", e.extension, e.object.name, e.change))
+            .collect()
+    }
+
+    fn listed(
+        tracker: &mut Tracker,
+        objects: Vec<PartialObjectMeta<DynamicObject>>,
+    ) -> Vec<String> {
+        assert_eq!(tracker.observe(Event::Init), (vec![], false));
+        for o in objects {
+            assert_eq!(tracker.observe(Event::InitApply(o)), (vec![], false));
+        }
+        let (events, synced) = tracker.observe(Event::InitDone);
+        assert!(synced);
+        summary(&events)
+    }
+
+    #[test]
+    fn the_first_list_and_creations_report_nothing_changes_and_deletions_report_the_owner() {
+        let mut t = Tracker::new(kind());
+        assert!(listed(&mut t, vec![meta("a", Some("ext"), "1")]).is_empty());
+        assert!(
+            t.observe(Event::Apply(meta("b", Some("ext"), "2")))
+                .0
+                .is_empty(),
+            "creation"
+        );
+        assert!(
+            t.observe(Event::Apply(meta("a", Some("ext"), "1")))
+                .0
+                .is_empty(),
+            "same version"
+        );
+        assert_eq!(
+            summary(&t.observe(Event::Apply(meta("a", Some("ext"), "3"))).0),
+            ["ext a Modified"]
+        );
+        assert_eq!(
+            summary(&t.observe(Event::Delete(meta("b", Some("ext"), "2"))).0),
+            ["ext b Deleted"]
+        );
+        let (events, _) = t.observe(Event::Delete(meta("a", Some("ext"), "3")));
+        assert_eq!(events[0].object.to_string(), "ConfigMap \"ns/a\"");
+    }
+
+    #[test]
+    fn a_relist_after_a_gap_reports_what_disappeared_or_changed_meanwhile() {
+        let mut t = Tracker::new(kind());
+        listed(
+            &mut t,
+            vec![
+                meta("gone", Some("x"), "1"),
+                meta("same", Some("x"), "1"),
+                meta("edited", Some("y"), "1"),
+            ],
+        );
+        let mut events = listed(
+            &mut t,
+            vec![meta("same", Some("x"), "1"), meta("edited", Some("y"), "5")],
+        );
+        events.sort();
+        assert_eq!(events, ["x gone Deleted", "y edited Modified"]);
+    }
+
+    #[test]
+    fn losing_or_changing_the_owner_label_tells_the_owners() {
+        let mut t = Tracker::new(kind());
+        listed(
+            &mut t,
+            vec![meta("a", Some("x"), "1"), meta("b", Some("x"), "1")],
+        );
+        assert_eq!(
+            summary(&t.observe(Event::Apply(meta("a", None, "2"))).0),
+            ["x a Modified"]
+        );
+        assert_eq!(
+            summary(&t.observe(Event::Apply(meta("b", Some("y"), "2"))).0),
+            ["x b Modified", "y b Modified"]
+        );
     }
 }
