@@ -290,8 +290,8 @@ pub fn delete_ownership(meta: &ObjectMeta, owner: &Owner, install_namespace: &st
 pub struct Collision {
     pub kind: String,
     pub name: String,
-    /// The namespace of upstream's message: the rendered one (cluster-scoped objects are
-    /// usually rendered without, giving `''`).
+    /// The namespace of upstream's message, as Helm reports it: the one a namespaced object is
+    /// applied in; for a cluster-scoped object the rendered one, usually none (giving `''`).
     pub namespace: String,
     /// Why the object is not ours (not part of upstream's message; logged and kept for tests).
     pub why: String,

@@ -221,7 +221,14 @@ impl ApplyStep {
             Ownership::NotOurs { why } => Some(Collision {
                 kind: self.object.kind.clone(),
                 name: self.object.name.clone(),
-                namespace: self.rendered_namespace.clone().unwrap_or_default(),
+                // Helm's view of the namespace: the one a namespaced object is applied in; for a
+                // cluster-scoped object the rendered one, usually none (install-path.md §3).
+                namespace: self
+                    .object
+                    .namespace
+                    .clone()
+                    .or_else(|| self.rendered_namespace.clone())
+                    .unwrap_or_default(),
                 why,
             }),
         }
@@ -799,6 +806,32 @@ mod tests {
             "ClusterRole 'r' already exists in namespace '' and cannot be managed by operator-controller"
         );
         assert_eq!(plan.steps[0].collision(None, &owner(), "ns"), None);
+        // A namespaced object rendered without a namespace collides in the install namespace;
+        // a cluster-scoped one rendered with a namespace (webhook configurations) keeps it.
+        let set = DesiredSet::parse(&[
+            obj("v1", "ConfigMap", None, "c"),
+            obj(
+                "admissionregistration.k8s.io/v1",
+                "ValidatingWebhookConfiguration",
+                Some("ns"),
+                "v",
+            ),
+        ])
+        .unwrap();
+        let unnamespaced = super::plan(&set, &owner(), "ns", &[], &served).unwrap();
+        let messages: Vec<String> = unnamespaced
+            .steps
+            .iter()
+            .filter_map(|s| s.collision(Some(&foreign), &owner(), "ns"))
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "ConfigMap 'c' already exists in namespace 'ns' and cannot be managed by operator-controller",
+                "ValidatingWebhookConfiguration 'v' already exists in namespace 'ns' and cannot be managed by operator-controller",
+            ]
+        );
         assert_eq!(
             plan.steps[1].collision(Some(&foreign), &owner(), "ns"),
             None
