@@ -800,6 +800,47 @@ async fn a_missing_install_namespace_is_a_retryable_error_and_the_install_procee
     delete_namespace(&client, &ns).await;
 }
 
+#[tokio::test]
+async fn a_crd_the_api_server_refuses_to_establish_fails_the_apply_with_its_reason() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let ns = create_namespace(&client, "names").await;
+    let owner = create_extension(&client, &ns, None).await;
+    let group = format!("{}.example.com", unique_name("names"));
+    let applier = Applier::new(client.clone());
+    let identity = Identity::Controller;
+    // `gizmos.<group>` claims the kind `Widget` that `widgets.<group>` already serves.
+    let first = vec![crd(&group, "Widget", "widgets")];
+    applier
+        .apply(&request(&owner, &ns, &identity, &first, &[]))
+        .await
+        .unwrap();
+    let second = vec![
+        crd(&group, "Widget", "widgets"),
+        crd(&group, "Widget", "gizmos"),
+    ];
+    let err = eventually("the conflicting CRD to be refused", || async {
+        match applier
+            .apply(&request(&owner, &ns, &identity, &second, &refs(&first)))
+            .await
+        {
+            Err(e @ ApplyError::CrdNotEstablished { .. }) => Some(e),
+            _ => None,
+        }
+    })
+    .await;
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("failed to apply: CustomResourceDefinition \"gizmos.{group}\" is not Established: NamesAccepted is False: ")),
+        "{text}"
+    );
+    // The API server's own reason (it names the first conflicting name, here `WidgetList`).
+    assert!(text.ends_with("is already in use"), "{text}");
+    assert_eq!(err.reason(), ConditionReason::Retrying);
+
+    cleanup(&applier, &client, &owner, &ns, &second).await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Uninstall
 

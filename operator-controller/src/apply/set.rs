@@ -32,6 +32,8 @@ use super::error::ApplyError;
 use super::identity::{client_for, require_permissions, require_service_account};
 use super::{AppliedObject, Applier, ApplyOutcome, ApplyRequest};
 
+/// Longest label value the API server accepts.
+const MAX_LABEL_VALUE_LEN: usize = 63;
 /// How many objects are read at once before applying.
 const READ_CONCURRENCY: usize = 8;
 /// Bound of the pause between polls (CRD Established, objects gone).
@@ -115,6 +117,11 @@ impl Applier {
     /// CustomResourceDefinitions carrying this extension's owner labels (read as the
     /// controller: metadata of CRDs is not sensitive, and the ServiceAccount needs no `list`).
     pub(crate) async fn labelled_crds(&self, owner: &Owner) -> Result<Vec<ObjectRef>, ApplyError> {
+        // A name longer than a label value allows cannot have labelled anything (the API server
+        // refuses such labels), and a selector with it would be refused too.
+        if owner.name.len() > MAX_LABEL_VALUE_LEN {
+            return Ok(Vec::new());
+        }
         let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
         let selector = format!(
             "{OWNER_KIND_LABEL}={OWNER_KIND},{OWNER_NAME_LABEL}={}",
