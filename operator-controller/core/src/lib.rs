@@ -8,5 +8,8 @@
 //!
 //! - [`resolve`]: which bundle of which catalog a ClusterExtension gets, and its deprecation
 //!   conditions.
+//! - [`crd_upgrade`]: whether replacing installed CRDs is safe (upstream's check minus its false
+//!   positives), and the data-aware validation of stored custom resources.
 
+pub mod crd_upgrade;
 pub mod resolve;
