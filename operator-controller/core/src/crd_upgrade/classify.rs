@@ -34,6 +34,20 @@ pub enum SafeChange {
 }
 
 impl SafeChange {
+    /// The class name (the variant), as `docs/CRD_UPGRADE_SAFETY.md` lists it.
+    pub fn class(&self) -> &'static str {
+        match self {
+            SafeChange::NullableAdded => "NullableAdded",
+            SafeChange::PatternRemoved => "PatternRemoved",
+            SafeChange::EnumConstraintRemoved => "EnumConstraintRemoved",
+            SafeChange::DefaultChanged => "DefaultChanged",
+            SafeChange::TypeWidened => "TypeWidened",
+            SafeChange::OneOfRemoved => "OneOfRemoved",
+            SafeChange::CompositionBranch => "CompositionBranch",
+            SafeChange::Loosening(_) => "Loosening",
+        }
+    }
+
     /// One line for messages and the CLI.
     pub fn reason(&self) -> String {
         match self {
@@ -172,7 +186,11 @@ fn unhandled(old: &Schema, new: &Schema) -> Option<SafeChange> {
         if preserve(&a) && !preserve(&b) {
             return None;
         }
-        parts.push("x-kubernetes-preserve-unknown-fields added".into());
+        parts.push(if preserve(&b) {
+            "x-kubernetes-preserve-unknown-fields added".into()
+        } else {
+            "x-kubernetes-preserve-unknown-fields false made explicit".into()
+        });
     }
     if changed!(x_map_type) {
         parts.push("x-kubernetes-map-type changed".into());
