@@ -274,3 +274,88 @@ pub fn check_all(
         Err(CrdUpgradeError::Unsafe(messages.join("\n")))
     }
 }
+
+/// The data-aware decision for one CRD whose verdict is unsafe.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataAwareOutcome {
+    /// Whether the upgrade may proceed (with [`DataAwareOutcome::warning`] in the status).
+    pub allowed: bool,
+    /// How many stored objects were checked.
+    pub objects_checked: usize,
+    /// What the stored objects break under the new schema (and the rules not evaluated).
+    pub violations: Vec<ObjectViolation>,
+    /// Why the upgrade stays refused, when it does.
+    pub refusal: Option<String>,
+}
+
+impl DataAwareOutcome {
+    /// The warning for the status message when an upstream refusal is overruled by the data.
+    pub fn warning(&self, verdict: &UpgradeVerdict) -> Option<String> {
+        (self.allowed && !verdict.is_safe()).then(|| {
+            let n = verdict.blocking().count();
+            format!(
+                "CRD {}: upstream's check refuses this upgrade ({n} violation{}); allowed because no stored object violates the new schema ({} checked)",
+                gofmt::quote(&verdict.crd),
+                if n == 1 { "" } else { "s" },
+                objects_checked_text(self.objects_checked)
+            )
+        })
+    }
+}
+
+fn objects_checked_text(n: usize) -> String {
+    if n == 1 { "1 object".into() } else { format!("{n} objects") }
+}
+
+/// Decides whether stored data lets an unsafe upgrade through.
+///
+/// | blocking issues | stored objects | outcome |
+/// |---|---|---|
+/// | none | any | allowed |
+/// | `storedVersionRemoval` | any | refused: the API server refuses to drop a stored version |
+/// | `scope` | none | allowed: nothing is stored |
+/// | `scope` | some | refused: every stored object changes identity |
+/// | others | none violate the new schema, no rule left unevaluated | allowed, with a warning |
+/// | others | a violation or an unevaluated rule (CEL) on some object | refused, naming the objects |
+pub fn data_aware_decision(
+    old: &Crd,
+    new: &Crd,
+    verdict: &UpgradeVerdict,
+    objects: &[serde_json::Value],
+) -> DataAwareOutcome {
+    let mut outcome = DataAwareOutcome {
+        allowed: true,
+        objects_checked: objects.len(),
+        violations: Vec::new(),
+        refusal: None,
+    };
+    if verdict.is_safe() {
+        return outcome;
+    }
+    let blocking: Vec<&Violation> = verdict.blocking().collect();
+    if blocking.iter().any(|v| v.rule == "storedVersionRemoval") {
+        outcome.allowed = false;
+        outcome.refusal = Some("a stored version is removed".into());
+        return outcome;
+    }
+    if blocking.iter().any(|v| v.rule == "scope") && !objects.is_empty() {
+        outcome.allowed = false;
+        outcome.refusal = Some(format!(
+            "the scope changes and {} stored",
+            objects_checked_text(objects.len())
+        ));
+        return outcome;
+    }
+    outcome.violations = validate::validate_objects_since(Some(old), new, objects);
+    if !outcome.violations.is_empty() {
+        outcome.allowed = false;
+        let objects: std::collections::BTreeSet<String> =
+            outcome.violations.iter().map(ObjectViolation::object).collect();
+        outcome.refusal = Some(format!(
+            "stored objects do not validate against the new schema: {}",
+            objects.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    outcome
+}
