@@ -144,7 +144,9 @@ fn read_objects(dir: &Path, crd: &Crd, out: &mut dyn Write) -> Result<Vec<Value>
     let entries = std::fs::read_dir(dir).map_err(|e| format!("--data {}: {e}", dir.display()))?;
     let mut files = Vec::new();
     for e in entries {
-        let path = e.map_err(|e| format!("--data {}: {e}", dir.display()))?.path();
+        let path = e
+            .map_err(|e| format!("--data {}: {e}", dir.display()))?
+            .path();
         let ext = path.extension().and_then(|x| x.to_str()).unwrap_or("");
         if matches!(ext, "yaml" | "yml" | "json") {
             files.push(path);

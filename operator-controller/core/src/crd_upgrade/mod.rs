@@ -305,7 +305,11 @@ impl DataAwareOutcome {
 }
 
 fn objects_checked_text(n: usize) -> String {
-    if n == 1 { "1 object".into() } else { format!("{n} objects") }
+    if n == 1 {
+        "1 object".into()
+    } else {
+        format!("{n} objects")
+    }
 }
 
 /// Decides whether stored data lets an unsafe upgrade through.
@@ -350,8 +354,11 @@ pub fn data_aware_decision(
     outcome.violations = validate::validate_objects_since(Some(old), new, objects);
     if !outcome.violations.is_empty() {
         outcome.allowed = false;
-        let objects: std::collections::BTreeSet<String> =
-            outcome.violations.iter().map(ObjectViolation::object).collect();
+        let objects: std::collections::BTreeSet<String> = outcome
+            .violations
+            .iter()
+            .map(ObjectViolation::object)
+            .collect();
         outcome.refusal = Some(format!(
             "stored objects do not validate against the new schema: {}",
             objects.into_iter().collect::<Vec<_>>().join(", ")
