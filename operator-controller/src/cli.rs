@@ -29,6 +29,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use olm_api::v1::{CatalogFilter, UpgradeConstraintPolicy};
 use serde::Serialize;
 
+#[path = "cmd/crd_upgrade_check.rs"]
+pub mod crd_upgrade_check;
+
 use crate::catalog_source::dir::DirSource;
 use crate::catalog_source::http::{CatalogEndpoint, CatalogdClient, ClientOptions};
 use crate::catalog_source::{CatalogLocation, CatalogSource};
@@ -65,6 +68,9 @@ pub enum Command {
     /// Prints one JSON object (bundle, catalog, deprecations) and exits 0; on a resolution failure
     /// prints the exact status message on stderr and exits 1; usage errors exit 2.
     Resolve(ResolveArgs),
+    /// Check whether replacing an installed CRD with a new one is safe (upstream's rules minus
+    /// its false positives); exit 0 safe, 1 unsafe, 2 usage.
+    CrdUpgradeCheck(crd_upgrade_check::CrdUpgradeCheckArgs),
 }
 
 /// `spec.source.catalog.upgradeConstraintPolicy`.
@@ -157,6 +163,7 @@ where
     };
     match cli.command {
         Command::Resolve(args) => run_resolve(&args, out, err),
+        Command::CrdUpgradeCheck(args) => crd_upgrade_check::run(&args, out, err),
     }
 }
 

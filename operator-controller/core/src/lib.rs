@@ -10,6 +10,9 @@
 //!   conditions.
 //! - [`apply_plan`]: what the apply layer writes, removes and checks for an extension, and
 //!   whether its Deployments are available.
+//! - [`crd_upgrade`]: whether replacing installed CRDs is safe (upstream's check minus its false
+//!   positives), and the data-aware validation of stored custom resources.
 
 pub mod apply_plan;
+pub mod crd_upgrade;
 pub mod resolve;
