@@ -8,5 +8,10 @@
 //!
 //! - [`resolve`]: which bundle of which catalog a ClusterExtension gets, and its deprecation
 //!   conditions.
+//! - [`release`]: installed state as Helm release records in upstream's chunked Secret format
+//!   (model, chart and manifest synthesis, Secret encoding and decoding, history).
+//! - [`gating`]: OpenShift upgrade gating on `olm.maxOpenShiftVersion`.
 
+pub mod gating;
+pub mod release;
 pub mod resolve;

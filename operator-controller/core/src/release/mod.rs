@@ -1,0 +1,1 @@
+//! Installed state as Helm release records (being built).
