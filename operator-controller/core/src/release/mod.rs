@@ -1,1 +1,30 @@
-//! Installed state as Helm release records (being built).
+//! Installed state as Helm release records, bit-compatible with upstream operator-controller's
+//! storage (Helm v3 releases in helm-operator-plugins' chunked Secrets).
+//!
+//! Input: rendered objects, bundle identity, the CSV's annotations, stored Secrets. Output:
+//! release records, the Secrets that hold them, the installed bundle. No IO: the
+//! `operator-controller` crate's `storage` module reads and writes the Secrets.
+//!
+//! Why Helm's format: a cluster installed by upstream is taken over without redeploying (its
+//! deployed release is our installed state), upstream taking over from us sees its own format,
+//! and tools reading upstream's storage (OpenShift's cluster-olm-operator for upgrade gating,
+//! upstream's e2e steps) read ours.
+//!
+//! - [`model`]: the release record and its JSON as Go writes it ([`go_json`], [`time`]).
+//! - [`render`]: the chart upstream synthesizes from rendered objects and the manifest Helm
+//!   stores for it.
+//! - [`secrets`]: release ⇄ index and chunk Secrets, bounded decoding.
+//! - [`history`]: installed release, numbering, labels, pruning.
+
+pub mod go_json;
+pub mod history;
+pub mod model;
+pub mod render;
+pub mod secrets;
+pub mod time;
+
+pub use history::{InstalledBundle, MAX_HISTORY};
+pub use model::{Chart, Info, Release, Status};
+pub use render::{ChartObject, PostRenderContext, RenderError, ResourceScopes};
+pub use secrets::{DecodeError, DecodeLimits, EncodeError, EncodedRelease, Stamps, StoredRelease};
+pub use time::HelmTime;
