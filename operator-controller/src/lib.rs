@@ -4,7 +4,10 @@
 //!   every IO-free decision).
 //! - [`catalog_source`]: a package's content from catalogd over HTTP (cached) or a directory.
 //! - [`cli`]: the `operator-controller` command line (`resolve` mode).
+//! - [`storage`]: installed state (Helm release records in chunked Secrets) through the
+//!   Kubernetes API.
 
 pub mod catalog_source;
 pub mod cli;
+pub mod storage;
 pub use olm_operator_core::resolve;

@@ -13,4 +13,5 @@ mod control_plane;
 mod dev_env;
 mod loopback;
 mod openshift;
+mod release_storage;
 mod support;

@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::Timestamp;
+use olm_api::version::go_text::go_quote;
 
 use super::model::{Chart, Info, Release, Status};
 use super::time::HelmTime;
@@ -114,23 +115,34 @@ pub fn merge_custom_labels(
 /// afterwards (Helm's `removeLeastRecent(name, max_history - 1)`): oldest first, skipping the
 /// deployed one. `max_history` 0 means unlimited.
 pub fn prune_before_create(releases: &[Release], max_history: usize) -> Vec<i64> {
+    let records: Vec<(i64, &str)> = releases.iter().map(|r| (r.version, r.status())).collect();
+    prune_versions(&records, max_history)
+}
+
+/// [`prune_before_create`] over `(version, status)` pairs, as index Secret labels give them
+/// without decoding the records.
+pub fn prune_versions(records: &[(i64, &str)], max_history: usize) -> Vec<i64> {
     if max_history == 0 {
         return Vec::new();
     }
     let keep = max_history - 1;
-    if releases.len() <= keep {
+    if records.len() <= keep {
         return Vec::new();
     }
-    let mut versions: Vec<&Release> = releases.iter().collect();
-    versions.sort_by_key(|r| r.version);
-    let deployed_version = deployed(releases).map(|r| r.version);
+    let mut versions: Vec<(i64, &str)> = records.to_vec();
+    versions.sort_by_key(|r| r.0);
+    let deployed_version = records
+        .iter()
+        .filter(|r| r.1 == Status::DEPLOYED)
+        .map(|r| r.0)
+        .max();
     let mut delete = Vec::new();
-    for r in versions {
-        if releases.len() - delete.len() == keep {
+    for (version, _) in versions {
+        if records.len() - delete.len() == keep {
             break;
         }
-        if Some(r.version) != deployed_version {
-            delete.push(r.version);
+        if Some(version) != deployed_version {
+            delete.push(version);
         }
     }
     delete
@@ -141,7 +153,7 @@ pub fn prune_before_create(releases: &[Release], max_history: usize) -> Vec<i64>
 pub enum PlanError {
     #[error("{PENDING_MESSAGE}")]
     Pending,
-    #[error("{0:?} has no deployed releases")]
+    #[error("{} has no deployed releases", go_quote(.0))]
     NoDeployedReleases(String),
 }
 
@@ -244,10 +256,10 @@ pub const UPGRADE_COMPLETE: &str = "Upgrade complete";
 
 /// Helm's description of a failed install.
 pub fn install_failed_description(name: &str, error: &str) -> String {
-    format!("Release {name:?} failed: {error}")
+    format!("Release {} failed: {error}", go_quote(name))
 }
 
 /// Helm's description of a failed upgrade.
 pub fn upgrade_failed_description(name: &str, error: &str) -> String {
-    format!("Upgrade {name:?} failed: {error}")
+    format!("Upgrade {} failed: {error}", go_quote(name))
 }
