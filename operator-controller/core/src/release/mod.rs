@@ -12,11 +12,12 @@
 //!
 //! - [`model`]: the release record and its JSON as Go writes it ([`go_json`], [`time`]).
 //! - [`render`]: the chart upstream synthesizes from rendered objects and the manifest Helm
-//!   stores for it.
+//!   stores for it ([`go_order`]: Go's field order of typed objects, which names chart files).
 //! - [`secrets`]: release ⇄ index and chunk Secrets, bounded decoding.
 //! - [`history`]: installed release, numbering, labels, pruning.
 
 pub mod go_json;
+pub mod go_order;
 pub mod history;
 pub mod model;
 pub mod render;

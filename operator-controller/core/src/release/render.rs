@@ -10,7 +10,8 @@
 //! v3.21 `action.renderResources`, helm-operator-plugins v0.9.1 `ownerPostRenderer`):
 //!
 //! 1. Chart: `metadata.annotations` = the CSV's annotations (including `olm.properties`); per
-//!    object, a file `object-<first 8 bytes of sha256(json), hex>.json` holding the JSON, and a
+//!    object ([`ChartObject::typed`] for what upstream's renderer generates,
+//!    [`ChartObject::unstructured`] for the bundle's other manifests), a file `object-<first 8 bytes of sha256(json), hex>.json` holding the JSON, and a
 //!    template of the same name whose text is `{{.Files.Get "<name>"}}` (so Go template syntax
 //!    inside manifests is never evaluated).
 //! 2. Helm renders each template (the file's text), orders the documents by kind
@@ -19,7 +20,8 @@
 //! 3. Post-renderers, in order, re-read that stream as YAML (so the `# Source` lines and the
 //!    original key order are lost):
 //!    - Helm's builder sets `metadata.namespace` = the release namespace on namespaced objects
-//!      that have none;
+//!      that have none, and removes it from cluster-scoped ones (so the namespace upstream's
+//!      renderer gives webhook configurations is in the chart file but not in the manifest);
 //!    - the owner post-renderer appends a controller reference to the ClusterExtension, or, for
 //!      objects annotated `helm.sh/resource-policy: keep`, sets `operator-sdk/primary-resource`
 //!      (`/<ce>`) and `operator-sdk/primary-resource-type` (`ClusterExtension.olm.operatorframework.io`);
@@ -106,8 +108,18 @@ impl ChartObject {
         }
     }
 
-    /// An object whose Go JSON text the caller already has (for example a typed object written
-    /// in Go's struct field order).
+    /// An object upstream holds as a typed Go struct (everything its registry+v1 renderer
+    /// generates: Deployments, ServiceAccounts, RBAC, CRDs, webhook configurations, webhook
+    /// Services): keys in Go's struct field order ([`super::go_order`]). Kinds without a known
+    /// Go type are written as [`ChartObject::unstructured`].
+    pub fn typed(object: &Value) -> ChartObject {
+        match super::go_order::typed_json(object) {
+            Some(json) => ChartObject { json },
+            None => ChartObject::unstructured(object),
+        }
+    }
+
+    /// An object whose Go JSON text the caller already has.
     pub fn from_go_json(json: Vec<u8>) -> ChartObject {
         ChartObject { json }
     }
@@ -407,8 +419,10 @@ fn post_render(
         _ => Map::new(),
     };
 
-    // Helm's builder: DefaultNamespace.
-    if namespaced && namespace.is_empty() {
+    // Helm's builder: DefaultNamespace, then FilterNamespace.
+    if !namespaced {
+        metadata.remove("namespace");
+    } else if namespace.is_empty() {
         metadata.insert(
             "namespace".to_string(),
             Value::String(context.release_namespace.clone()),
