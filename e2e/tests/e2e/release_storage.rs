@@ -15,8 +15,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use olm_operator_core::release::history::{self, NewRelease};
+use olm_operator_core::release::render::{self, ChartObject, PostRenderContext, ResourceScopes};
 use olm_operator_core::release::secrets::{self, DecodeLimits};
 use olm_operator_core::release::{Release, Status};
+use operator_controller::storage::scopes::discover_scopes;
 use operator_controller::storage::{ReleaseStore, StoreError};
 use serde_json::json;
 
@@ -494,4 +496,72 @@ async fn damaged_records_are_reported_and_never_repaired() {
 
     delete(&cluster_extensions(&client), &ce).await;
     delete_namespace(&client, &ns).await;
+}
+
+#[tokio::test]
+async fn discovered_scopes_render_upstreams_manifest() {
+    // The fixture `fixture-one` (input and the record upstream's Helm path wrote for it): with
+    // scopes from this API server's discovery, our chart and manifest are upstream's, byte for byte.
+    let client = olm_e2e::shared().await.client().await;
+    let data = olm_e2e::repo_root().join("operator-controller/core/tests/release_data");
+    let input: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(data.join("upstream-input-fixture-one.json")).unwrap(),
+    )
+    .unwrap();
+    let objects = input["objects"].as_array().unwrap().clone();
+    let unstructured: Vec<usize> = serde_json::from_value(input["unstructured"].clone()).unwrap();
+
+    let mut probe = objects.clone();
+    probe.push(json!({"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterExtension"}));
+    probe.push(json!({"apiVersion": "example.invalid/v1", "kind": "Widget"}));
+    let scopes = discover_scopes(&client, &probe, std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(scopes.is_namespaced("v1", "ConfigMap"), Some(true));
+    assert_eq!(
+        scopes.is_namespaced("rbac.authorization.k8s.io/v1", "ClusterRole"),
+        Some(false)
+    );
+    assert_eq!(
+        scopes.is_namespaced("olm.operatorframework.io/v1", "ClusterExtension"),
+        Some(false)
+    );
+    assert_eq!(scopes.is_namespaced("example.invalid/v1", "Widget"), None);
+
+    let chart_objects: Vec<ChartObject> = objects
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            if unstructured.contains(&i) {
+                ChartObject::unstructured(o)
+            } else {
+                ChartObject::typed(o)
+            }
+        })
+        .collect();
+    let annotations: BTreeMap<String, String> =
+        serde_json::from_value(input["annotations"].clone()).unwrap();
+    let context = PostRenderContext {
+        release_namespace: input["installNamespace"].as_str().unwrap().to_string(),
+        owner_name: input["extensionName"].as_str().unwrap().to_string(),
+        owner_uid: input["extensionUID"].as_str().unwrap().to_string(),
+    };
+    let (chart, manifest) =
+        render::render_release(&chart_objects, &annotations, &context, &scopes).unwrap();
+    let upstream =
+        secrets::decode_release(&fixture("fixture-one.v1"), &[], DecodeLimits::default())
+            .unwrap()
+            .release;
+    assert_eq!(Some(&chart), upstream.chart.as_ref());
+    assert_eq!(manifest, upstream.manifest);
+
+    // A kind the server does not serve fails as Helm's builder fails.
+    let widget = ChartObject::unstructured(
+        &json!({"apiVersion": "example.invalid/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+    );
+    let err = render::render_release(&[widget], &annotations, &context, &scopes).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "resource mapping not found for name: \"w\" namespace: \"\" from \"\": no matches for kind \"Widget\" in version \"example.invalid/v1\"\nensure CRDs are installed first"
+    );
 }

@@ -19,6 +19,10 @@
 //! | update | read the index; delete its chunk Secrets; replace the index (same `createdAt`, new `modifiedAt`, the read `resourceVersion`, so a concurrent writer gets a conflict); create the new chunks |
 //! | delete | delete every Secret labelled with the record's key |
 //! | prune | before a create, delete the oldest records until `MAX_HISTORY - 1` remain, never the deployed one |
+//!
+//! [`scopes`] asks discovery which kinds are namespaced, for rendering a release's manifest.
+
+pub mod scopes;
 
 use std::future::Future;
 use std::time::Duration;

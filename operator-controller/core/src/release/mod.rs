@@ -26,6 +26,6 @@ pub mod time;
 
 pub use history::{InstalledBundle, MAX_HISTORY};
 pub use model::{Chart, Info, Release, Status};
-pub use render::{ChartObject, PostRenderContext, RenderError, ResourceScopes};
+pub use render::{ChartObject, KindScopes, PostRenderContext, RenderError, ResourceScopes};
 pub use secrets::{DecodeError, DecodeLimits, EncodeError, EncodedRelease, Stamps, StoredRelease};
 pub use time::HelmTime;

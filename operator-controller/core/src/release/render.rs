@@ -175,6 +175,26 @@ impl<F: Fn(&str, &str) -> Option<bool>> ResourceScopes for F {
     }
 }
 
+/// Scopes by `(apiVersion, kind)`, as discovery reported them (kinds the API server does not
+/// serve are absent).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KindScopes(pub BTreeMap<(String, String), bool>);
+
+impl KindScopes {
+    pub fn insert(&mut self, api_version: &str, kind: &str, namespaced: bool) {
+        self.0
+            .insert((api_version.to_string(), kind.to_string()), namespaced);
+    }
+}
+
+impl ResourceScopes for KindScopes {
+    fn is_namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {
+        self.0
+            .get(&(api_version.to_string(), kind.to_string()))
+            .copied()
+    }
+}
+
 /// Who owns the release's objects, and where namespaced objects default to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PostRenderContext {
