@@ -251,6 +251,66 @@ fn controller_sync_cases_match_upstream() {
 }
 
 #[test]
+fn boxcutter_cases_pick_the_highest_active_revision() {
+    use olm_operator_core::gating::ObjectSetRevision;
+    let p17 = props_max("\"4.17\"");
+    let p18 = props_max("\"4.18\"");
+    fn rev<'a>(
+        state: &'a str,
+        revision: i64,
+        bundle: &'a str,
+        props: &'a str,
+    ) -> ObjectSetRevision<'a> {
+        ObjectSetRevision {
+            lifecycle_state: state,
+            revision,
+            bundle: Some(bundle),
+            olm_properties: Some(props),
+        }
+    }
+    let (p17, p18) = (p17.as_str(), p18.as_str());
+    // §3.2 #7: op rev3 Active test-bundle-1.2 "4.17"; op-2 rev1 Active "4.18".
+    let op = [rev("Active", 3, "test-bundle-1.2", p17)];
+    let op2 = [rev("Active", 1, "test-bundle-2.0", p18)];
+    let exts = [
+        InstalledExtension {
+            name: "op",
+            metadata: ExtensionMetadata::from_object_sets(&op),
+        },
+        InstalledExtension {
+            name: "op-2",
+            metadata: ExtensionMetadata::from_object_sets(&op2),
+        },
+    ];
+    let c = evaluate(minor("4.17"), &exts).olm_operator_condition();
+    assert_eq!(c.reason, "IncompatibleOperatorsInstalled");
+    assert!(c.message.contains("test-bundle-1.2"), "{}", c.message);
+    assert!(!c.message.contains("test-bundle-2.0"), "{}", c.message);
+
+    // #8: rev1 Archived "4.17", rev2 Active test-bundle-1.1 "4.18", rev3 Active test-bundle-1.2 "4.17".
+    let op = [
+        rev("Archived", 1, "test-bundle-1.0", p17),
+        rev("Active", 2, "test-bundle-1.1", p18),
+        rev("Active", 3, "test-bundle-1.2", p17),
+    ];
+    let exts = [InstalledExtension {
+        name: "op",
+        metadata: ExtensionMetadata::from_object_sets(&op),
+    }];
+    let c = evaluate(minor("4.17"), &exts).olm_operator_condition();
+    assert_eq!(
+        c.message,
+        r#"Found ClusterExtensions that require upgrades prior to upgrading cluster to version 4.18: bundle "test-bundle-1.2" for ClusterExtension "op"."#
+    );
+    // Only archived revisions: not deployed.
+    let archived = [rev("Archived", 4, "x", p17)];
+    assert_eq!(
+        ExtensionMetadata::from_object_sets(&archived),
+        ExtensionMetadata::NotDeployed
+    );
+}
+
+#[test]
 fn blocking_extensions_are_sorted_by_their_list_entry_and_errors_are_appended() {
     let blocks = props_max("\"4.18\"");
     let bad = props_max("\"v4.18\"");
@@ -531,4 +591,35 @@ fn current_version_errors_name_their_source() {
         current_cluster_version(None, Some(&bad)).unwrap_err(),
         CurrentVersionError::InvalidHistoryVersion { .. }
     ));
+}
+
+#[test]
+fn a_release_written_by_upstream_is_judged_from_its_labels_and_chart_annotations() {
+    // tests/release_data/upstream-index-fixture-one.v1.json: bundle fixture.v1.0.0 whose
+    // olm.properties declares the unquoted number 4.1 (what an unquoted 4.10 in
+    // properties.yaml becomes).
+    let path = std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap())
+        .join("tests/release_data/upstream-index-fixture-one.v1.json");
+    let index: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let stored = olm_operator_core::release::secrets::decode_release(
+        &index,
+        &[],
+        olm_operator_core::release::DecodeLimits::default(),
+    )
+    .unwrap();
+    let exts = [InstalledExtension {
+        name: "fixture-one",
+        metadata: ExtensionMetadata::from_release(Some(&stored.release)),
+    }];
+    let eval = evaluate(minor("4.18"), &exts);
+    assert_eq!(
+        eval.olm_operator_condition().message,
+        r#"Found ClusterExtensions that require upgrades prior to upgrading cluster to version 4.19: bundle "fixture.v1.0.0" for ClusterExtension "fixture-one"."#
+    );
+    assert_eq!(eval.warnings().count(), 1);
+    assert_eq!(
+        ExtensionMetadata::from_release(None),
+        ExtensionMetadata::NotDeployed
+    );
 }

@@ -55,6 +55,9 @@ pub use version::{
 };
 
 use olm_api::v1::ConditionStatus;
+
+use crate::release::Release;
+use crate::release::history::BUNDLE_NAME_LABEL;
 use olm_api::version::go_text::go_quote;
 use semver::Version;
 
@@ -84,6 +87,50 @@ pub enum ExtensionMetadata<'a> {
         bundle: &'a str,
         olm_properties: Option<&'a str>,
     },
+}
+
+impl<'a> ExtensionMetadata<'a> {
+    /// What cluster-olm-operator's Helm path reads: the deployed release (`None`: not deployed),
+    /// its `olm.operatorframework.io/bundle-name` label (empty when missing) and its chart's
+    /// `olm.properties` annotation (a release without chart metadata counts as having none).
+    pub fn from_release(release: Option<&'a Release>) -> ExtensionMetadata<'a> {
+        match release {
+            None => ExtensionMetadata::NotDeployed,
+            Some(r) => ExtensionMetadata::Deployed {
+                bundle: r.label(BUNDLE_NAME_LABEL).unwrap_or_default(),
+                olm_properties: r.chart_annotation(OLM_PROPERTIES_ANNOTATION),
+            },
+        }
+    }
+
+    /// What cluster-olm-operator's Boxcutter path reads: of the extension's ClusterObjectSets,
+    /// the `Active` one with the highest `spec.revision` (the first of equals); none is "not
+    /// deployed".
+    pub fn from_object_sets(sets: &[ObjectSetRevision<'a>]) -> ExtensionMetadata<'a> {
+        let mut selected: Option<&ObjectSetRevision<'a>> = None;
+        for set in sets.iter().filter(|s| s.lifecycle_state == "Active") {
+            if selected.is_none_or(|s| set.revision > s.revision) {
+                selected = Some(set);
+            }
+        }
+        match selected {
+            None => ExtensionMetadata::NotDeployed,
+            Some(s) => ExtensionMetadata::Deployed {
+                bundle: s.bundle.unwrap_or_default(),
+                olm_properties: s.olm_properties,
+            },
+        }
+    }
+}
+
+/// One ClusterObjectSet of an extension, as gating reads it (`spec.lifecycleState`,
+/// `spec.revision`, annotations `olm.operatorframework.io/bundle-name` and `olm.properties`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectSetRevision<'a> {
+    pub lifecycle_state: &'a str,
+    pub revision: i64,
+    pub bundle: Option<&'a str>,
+    pub olm_properties: Option<&'a str>,
 }
 
 /// One ClusterExtension to judge.

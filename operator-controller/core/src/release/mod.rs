@@ -15,10 +15,12 @@
 //!   stores for it ([`go_order`]: Go's field order of typed objects, which names chart files).
 //! - [`secrets`]: release ⇄ index and chunk Secrets, bounded decoding.
 //! - [`history`]: installed release, numbering, labels, pruning.
+//! - [`manifest`]: the objects a stored manifest lists (ours or upstream's, JSON or YAML).
 
 pub mod go_json;
 pub mod go_order;
 pub mod history;
+pub mod manifest;
 pub mod model;
 pub mod render;
 pub mod secrets;
