@@ -733,3 +733,36 @@ fn extra_labels_and_system_labels_in_the_json_are_tolerated() {
         matches!(secrets::encode_release(&with_system), Err(EncodeError::SystemLabel(l)) if l == "owner")
     );
 }
+
+#[test]
+fn release_state_follows_upstreams_get_release_state() {
+    use history::ReleaseState;
+    assert_eq!(
+        history::release_state(&[], "m").unwrap(),
+        ReleaseState::NeedsInstall
+    );
+    let mut r = release_with_status(3, "deployed");
+    r.manifest = "m".into();
+    let older = release_with_status(2, "superseded");
+    let both = [older.clone(), r.clone()];
+    assert_eq!(
+        history::release_state(&both, "m").unwrap(),
+        ReleaseState::Unchanged
+    );
+    assert_eq!(
+        history::release_state(&both, "n").unwrap(),
+        ReleaseState::NeedsUpgrade
+    );
+    for status in ["failed", "superseded"] {
+        let mut x = r.clone();
+        history::set_status(&mut x, status, "");
+        assert_eq!(
+            history::release_state(&[x], "m").unwrap(),
+            ReleaseState::NeedsUpgrade,
+            "{status}"
+        );
+    }
+    let mut pending = r.clone();
+    history::set_status(&mut pending, "pending-upgrade", "Preparing upgrade");
+    assert!(history::release_state(&[older, pending], "m").is_err());
+}

@@ -157,6 +157,45 @@ pub enum PlanError {
     NoDeployedReleases(String),
 }
 
+/// What a reconcile must do with the release, given the manifest it would store now
+/// (upstream's `getReleaseState`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseState {
+    /// No record: install.
+    NeedsInstall,
+    /// The last record's manifest differs, or it failed or was superseded: upgrade.
+    NeedsUpgrade,
+    /// The last record is current: keep its objects applied, write nothing.
+    Unchanged,
+}
+
+/// upstream's `getReleaseState` over the records of one release:
+///
+/// | last record (any status)             | manifest       | state          |
+/// |--------------------------------------|----------------|----------------|
+/// | none                                 | –              | NeedsInstall   |
+/// | pending-install/upgrade/rollback     | –              | error (pending) |
+/// | failed or superseded                 | –              | NeedsUpgrade   |
+/// | other                                | differs        | NeedsUpgrade   |
+/// | other                                | byte-identical | Unchanged      |
+pub fn release_state(
+    releases: &[Release],
+    desired_manifest: &str,
+) -> Result<ReleaseState, PlanError> {
+    let Some(current) = last(releases) else {
+        return Ok(ReleaseState::NeedsInstall);
+    };
+    if current.info.as_ref().is_some_and(|i| i.status.is_pending()) {
+        return Err(PlanError::Pending);
+    }
+    if current.manifest != desired_manifest
+        || matches!(current.status(), Status::FAILED | Status::SUPERSEDED)
+    {
+        return Ok(ReleaseState::NeedsUpgrade);
+    }
+    Ok(ReleaseState::Unchanged)
+}
+
 /// What goes into a new release.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewRelease<'a> {

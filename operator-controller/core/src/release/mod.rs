@@ -16,6 +16,19 @@
 //! - [`secrets`]: release ⇄ index and chunk Secrets, bounded decoding.
 //! - [`history`]: installed release, numbering, labels, pruning.
 //! - [`manifest`]: the objects a stored manifest lists (ours or upstream's, JSON or YAML).
+//!
+//! How the controller uses it (the order Helm writes records in, so a crash leaves what Helm
+//! would leave):
+//!
+//! | step | calls |
+//! |---|---|
+//! | render | objects → [`ChartObject::typed`] (generated objects) / [`ChartObject::unstructured`] (bundle's other manifests) → [`render::render_release`] with scopes from discovery |
+//! | decide | `ReleaseStore::history` → [`history::release_state`] against the new manifest |
+//! | install | [`history::install_release`] (`pending-install`) → create → apply → [`history::set_status`] `deployed`/[`history::INSTALL_COMPLETE`] → update |
+//! | upgrade | [`history::upgrade_release`] (`pending-upgrade`) → create (prunes to 10) → apply → old [`history::mark_superseded`] → update; new `deployed`/[`history::UPGRADE_COMPLETE`] → update |
+//! | failure | [`history::set_status`] `failed` with [`history::install_failed_description`] / [`history::upgrade_failed_description`] → update |
+//! | installed state | `ReleaseStore::installed` → [`history::installed_bundle`], [`manifest::manifest_objects`] |
+//! | uninstall | objects of the manifest removed → `ReleaseStore::delete_all` |
 
 pub mod go_json;
 pub mod go_order;
