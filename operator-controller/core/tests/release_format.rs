@@ -766,3 +766,36 @@ fn release_state_follows_upstreams_get_release_state() {
     history::set_status(&mut pending, "pending-upgrade", "Preparing upgrade");
     assert!(history::release_state(&[older, pending], "m").is_err());
 }
+
+#[test]
+fn an_interrupted_install_is_marked_failed_and_upgraded_from() {
+    let mut stuck = history::install_release(NewRelease {
+        name: "x",
+        namespace: "ns",
+        chart: Default::default(),
+        manifest: "m".into(),
+        labels: BTreeMap::new(),
+        now: Timestamp::UNIX_EPOCH,
+    });
+    assert!(history::release_state(std::slice::from_ref(&stuck), "m").is_err());
+    assert!(history::interrupt_pending(&mut stuck));
+    assert!(!history::interrupt_pending(&mut stuck));
+    assert_eq!(stuck.status(), "failed");
+    assert_eq!(
+        history::release_state(std::slice::from_ref(&stuck), "m").unwrap(),
+        history::ReleaseState::NeedsUpgrade
+    );
+    let (next, from) = history::upgrade_release(
+        std::slice::from_ref(&stuck),
+        NewRelease {
+            name: "x",
+            namespace: "ns",
+            chart: Default::default(),
+            manifest: "m".into(),
+            labels: BTreeMap::new(),
+            now: Timestamp::UNIX_EPOCH,
+        },
+    )
+    .unwrap();
+    assert_eq!((next.version, from), (2, 1));
+}

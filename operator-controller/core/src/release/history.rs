@@ -11,7 +11,7 @@
 //! | "current" release | the highest version, any status (Helm's `Get`, `Last`) |
 //! | next version | current + 1; 1 when there is none |
 //! | upgrade base | current if `deployed`; else the installed one; else current if `failed`/`superseded`; else none |
-//! | pending current | no new release (`another operation (install/upgrade/rollback) is in progress`) |
+//! | pending current | no new release (`another operation (install/upgrade/rollback) is in progress`); the leader may first mark it `failed` ([`interrupt_pending`]), then it is upgraded from |
 //! | labels of an upgrade | the current release's labels, overridden by the new ones; a value `null` deletes the key |
 //! | before writing a new release | delete the oldest until `max_history - 1` remain, never the installed one |
 //! | after an upgrade is applied | the old deployed release becomes `superseded` (description kept), the new one `deployed` / `Upgrade complete` |
@@ -275,6 +275,23 @@ pub fn upgrade_release(
         labels: Some(labels),
     };
     Ok((release, current.version))
+}
+
+/// The description [`interrupt_pending`] gives a record left pending.
+pub const INTERRUPTED_DESCRIPTION: &str =
+    "operation interrupted: operator-controller stopped before it finished; retrying";
+
+/// Marks a record left `pending-*` by a writer that stopped mid-operation as `failed`, so the
+/// next reconcile upgrades from it instead of waiting forever (upstream stays stuck on
+/// `another operation (install/upgrade/rollback) is in progress`). Only for the leader to call:
+/// with leader election no other writer can be mid-operation. Returns whether it changed
+/// anything.
+pub fn interrupt_pending(release: &mut Release) -> bool {
+    if !release.info.as_ref().is_some_and(|i| i.status.is_pending()) {
+        return false;
+    }
+    set_status(release, Status::FAILED, INTERRUPTED_DESCRIPTION);
+    true
 }
 
 /// Sets a release's status and description (Helm's `SetStatus`).
