@@ -102,6 +102,10 @@ fn to_allowed_semver_matches_upstream_table() {
             r#"invalid semver format "4": expected <major>.<minor>"#,
         ),
         ("4.18.0", "invalid character '.' after top-level value"),
+        (
+            "1e400",
+            "json: cannot unmarshal number 1e400 into Go value of type float64",
+        ),
         ("\"4.18.0\"", "invalid version format"),
         ("\"v4.18\"", "invalid version format"),
         ("\"v4.18.0\"", "invalid version format"),
@@ -622,4 +626,84 @@ fn a_release_written_by_upstream_is_judged_from_its_labels_and_chart_annotations
         ExtensionMetadata::from_release(None),
         ExtensionMetadata::NotDeployed
     );
+}
+
+#[test]
+fn go_decoding_and_blang_texts_match_go() {
+    // Outputs of Go's encoding/json into []property.Property and blang/semver v4, recorded by
+    // running them (go 1.26, operator-registry v1.60.0, blang/semver v4.0.0).
+    use olm_operator_core::gating::decode_properties;
+    use olm_operator_core::gating::version::parse_tolerant;
+    let props = [
+        (
+            "[1]",
+            Err("json: cannot unmarshal number into Go value of type property.Property"),
+        ),
+        (
+            "[true]",
+            Err("json: cannot unmarshal bool into Go value of type property.Property"),
+        ),
+        (
+            r#"[{"type":"a"},{"type":2}]"#,
+            Err("json: cannot unmarshal number into Go struct field Property.type of type string"),
+        ),
+        // RawMessage is not decoded, so an overflowing number is fine.
+        (r#"[{"type":"a","value":1e400}]"#, Ok(vec![("a", "1e400")])),
+    ];
+    for (input, want) in props {
+        let got = decode_properties(input).map(|ps| {
+            ps.into_iter()
+                .map(|p| (p.type_, p.value))
+                .collect::<Vec<_>>()
+        });
+        let want = want
+            .map(|v| {
+                v.into_iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .map_err(str::to_string);
+        assert_eq!(got, want, "{input}");
+    }
+    let tolerant = [
+        (
+            "x.y",
+            Err(r#"Invalid character(s) found in major number "x""#),
+        ),
+        (
+            "4.18-rc",
+            Err("Short version cannot contain PreRelease/Build meta data"),
+        ),
+        (" 4.18", Ok("4.18.0")),
+        ("4.018", Ok("4.18.0")),
+        ("", Err(r#"strconv.ParseUint: parsing "": invalid syntax"#)),
+        ("4", Ok("4.0.0")),
+        ("00.01", Ok("0.1.0")),
+        (
+            "4.a",
+            Err(r#"Invalid character(s) found in minor number "a""#),
+        ),
+        (
+            "4.-1",
+            Err("Short version cannot contain PreRelease/Build meta data"),
+        ),
+        (
+            "-4.1",
+            Err(r#"Invalid character(s) found in major number "0-4""#),
+        ),
+        (
+            "4.1a",
+            Err(r#"Invalid character(s) found in minor number "1a""#),
+        ),
+    ];
+    for (input, want) in tolerant {
+        let got = parse_tolerant(input)
+            .map(|v| v.to_string())
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            got,
+            want.map(str::to_string).map_err(str::to_string),
+            "{input:?}"
+        );
+    }
 }

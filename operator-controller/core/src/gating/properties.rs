@@ -30,9 +30,17 @@ pub struct RawProperty {
 /// Decodes `olm.properties` like Go's `json.Unmarshal` into `[]property.Property`; the error is
 /// Go's error text.
 pub fn decode_properties(text: &str) -> Result<Vec<RawProperty>, String> {
-    // Go checks the syntax of the whole input before decoding anything.
-    olm_api::fbc::gojson::parse(text.as_bytes()).map_err(|e| e.message)?;
-    let top: Box<RawValue> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    // Go checks the syntax of the whole input before decoding anything (values stay raw, so a
+    // number too large for float64 is fine); the error text is Go's.
+    let top: Box<RawValue> = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(match olm_api::fbc::gojson::parse(text.as_bytes()) {
+                Err(go) => go.message,
+                Ok(_) => e.to_string(),
+            });
+        }
+    };
     let top = top.get().trim();
     if top == "null" {
         return Ok(Vec::new());

@@ -225,8 +225,14 @@ pub fn parse_tolerant(s: &str) -> Result<Version, TolerantError> {
 /// | other string                 | [`MaxVersionError::Format`]                    |
 /// | null, bool, object, array    | [`MaxVersionError::Type`]                      |
 pub fn to_allowed_semver(raw: &str) -> Result<Version, MaxVersionError> {
-    let value = olm_api::fbc::gojson::parse(raw.as_bytes())
-        .map_err(|e| MaxVersionError::Json(e.message))?;
+    let value = olm_api::fbc::gojson::parse(raw.as_bytes()).map_err(|e| {
+        // A type error (a number beyond float64) is an `UnmarshalTypeError`, which Go prefixes.
+        MaxVersionError::Json(if e.message.starts_with("cannot unmarshal") {
+            format!("json: {}", e.message)
+        } else {
+            e.message
+        })
+    })?;
     use olm_api::fbc::gojson::Value;
     let version_text = match &value {
         Value::Number(_) => {
