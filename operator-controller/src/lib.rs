@@ -6,8 +6,11 @@
 //! - [`cli`]: the `operator-controller` command line (`resolve` mode).
 //! - [`apply`]: writes extensions' objects to the cluster and keeps them there (server-side
 //!   apply, collisions, pruning, uninstall, impersonation, drift watches, availability).
+//! - [`storage`]: installed state (Helm release records in chunked Secrets) through the
+//!   Kubernetes API.
 
 pub mod apply;
 pub mod catalog_source;
 pub mod cli;
+pub mod storage;
 pub use olm_operator_core::resolve;

@@ -14,4 +14,5 @@ mod control_plane;
 mod dev_env;
 mod loopback;
 mod openshift;
+mod release_storage;
 mod support;

@@ -12,7 +12,12 @@
 //!   whether its Deployments are available.
 //! - [`crd_upgrade`]: whether replacing installed CRDs is safe (upstream's check minus its false
 //!   positives), and the data-aware validation of stored custom resources.
+//! - [`release`]: installed state as Helm release records in upstream's chunked Secret format
+//!   (model, chart and manifest synthesis, Secret encoding and decoding, history).
+//! - [`gating`]: OpenShift upgrade gating on `olm.maxOpenShiftVersion`.
 
 pub mod apply_plan;
 pub mod crd_upgrade;
+pub mod gating;
+pub mod release;
 pub mod resolve;

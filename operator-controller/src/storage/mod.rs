@@ -1,0 +1,443 @@
+//! Release records of ClusterExtensions in the system namespace, read and written through the
+//! Kubernetes API in upstream's chunked Secret format (`olm_operator_core::release::secrets`).
+//!
+//! Input: a `kube::Client`, the system namespace, release records. Output: the records stored
+//! there, the installed one. Network: the Kubernetes API only, every call bounded by
+//! [`ReleaseStore::timeout`]; lists are paged and capped at [`MAX_RECORDS`] records.
+//!
+//! Queries are upstream's: index Secrets by label selector `name=<ce>,owner=operator-controller,type=index`
+//! and field selector `type=operatorframework.io/index.v1`; chunk Secrets by name as the index lists
+//! them. The installed release is chosen from the index labels (`status=deployed`, highest
+//! `version`) and only that record is decoded, so a damaged old record never hides the installed
+//! one. A damaged record is reported, never deleted or rewritten.
+//!
+//! Writes follow helm-operator-plugins:
+//!
+//! | operation | steps |
+//! |---|---|
+//! | create | create the index Secret (owner: the ClusterExtension; `createdAt`), then each chunk Secret (owner: the index). If a chunk cannot be created, the index just created is deleted again (it is ours and unreadable without its chunks). |
+//! | update | read the index; delete its chunk Secrets; replace the index (same `createdAt`, new `modifiedAt`, the read `resourceVersion`, so a concurrent writer gets a conflict); create the new chunks |
+//! | delete | delete every Secret labelled with the record's key |
+//! | prune | before a create, delete the oldest records until `MAX_HISTORY - 1` remain, never the deployed one |
+//!
+//! [`scopes`] asks discovery which kinds are namespaced, for rendering a release's manifest.
+
+pub mod scopes;
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use olm_operator_core::release::history::{self, MAX_HISTORY};
+use olm_operator_core::release::secrets::{self, DecodeError, DecodeLimits, EncodeError, Stamps};
+use olm_operator_core::release::{Release, StoredRelease};
+
+/// Most index Secrets read for one ClusterExtension. Helm keeps [`MAX_HISTORY`]; anything far
+/// beyond that is not a history this controller (or upstream) wrote.
+pub const MAX_RECORDS: usize = 100;
+
+/// Page size of list calls (index Secrets are up to 1 MiB each).
+const PAGE: u32 = 10;
+
+/// Why the store could not do what was asked. Each names the Secret or query involved.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("failed to {action} release secret {name:?} in namespace {namespace:?}: {source}")]
+    Api {
+        action: &'static str,
+        name: String,
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "timed out after {seconds}s trying to {action} release secret {name:?} in namespace {namespace:?}"
+    )]
+    Timeout {
+        action: &'static str,
+        name: String,
+        namespace: String,
+        seconds: u64,
+    },
+    #[error("failed to read release {name:?}: {source}")]
+    Decode {
+        name: String,
+        #[source]
+        source: DecodeError,
+    },
+    #[error("failed to store release {name:?}: {source}")]
+    Encode {
+        name: String,
+        #[source]
+        source: EncodeError,
+    },
+    #[error(
+        "release {name:?} has more than {MAX_RECORDS} records in namespace {namespace:?}; refusing to read them"
+    )]
+    TooManyRecords { name: String, namespace: String },
+    #[error("release {key:?} already exists in namespace {namespace:?}")]
+    Exists { key: String, namespace: String },
+    #[error("release {key:?} not found in namespace {namespace:?}")]
+    NotFound { key: String, namespace: String },
+    #[error("index secret {name:?} has no {label:?} label it can be selected by")]
+    BadIndexLabel { name: String, label: &'static str },
+}
+
+impl StoreError {
+    /// Whether trying again later may succeed without anything else changing (API errors and
+    /// timeouts); a damaged record or an oversized release needs a person.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Api { .. }
+                | StoreError::Timeout { .. }
+                | StoreError::Exists { .. }
+                | StoreError::NotFound { .. }
+        )
+    }
+}
+
+/// One index Secret as listed, before its record is decoded.
+#[derive(Clone, Debug)]
+pub struct IndexEntry {
+    pub key: String,
+    pub version: i64,
+    pub status: String,
+    secret: Secret,
+}
+
+/// The history of one ClusterExtension, decoded where possible.
+#[derive(Debug, Default)]
+pub struct History {
+    /// Decoded records, by ascending version.
+    pub releases: Vec<StoredRelease>,
+    /// Records that could not be decoded (left as they are).
+    pub damaged: Vec<(String, DecodeError)>,
+}
+
+impl History {
+    pub fn releases(&self) -> Vec<Release> {
+        self.releases.iter().map(|s| s.release.clone()).collect()
+    }
+}
+
+/// Release records in one namespace.
+#[derive(Clone)]
+pub struct ReleaseStore {
+    api: Api<Secret>,
+    namespace: String,
+    limits: DecodeLimits,
+    /// Bound on every API call.
+    pub timeout: Duration,
+}
+
+impl ReleaseStore {
+    /// A store over `namespace` (the system namespace, `olmv1-system` by default).
+    pub fn new(client: kube::Client, namespace: &str) -> ReleaseStore {
+        ReleaseStore {
+            api: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
+            limits: DecodeLimits::default(),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// The same store with other decoding bounds.
+    pub fn with_limits(mut self, limits: DecodeLimits) -> ReleaseStore {
+        self.limits = limits;
+        self
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    async fn call<T>(
+        &self,
+        action: &'static str,
+        name: &str,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(source)) => Err(StoreError::Api {
+                action,
+                name: name.to_string(),
+                namespace: self.namespace.clone(),
+                source,
+            }),
+            Err(_) => Err(StoreError::Timeout {
+                action,
+                name: name.to_string(),
+                namespace: self.namespace.clone(),
+                seconds: self.timeout.as_secs(),
+            }),
+        }
+    }
+
+    /// The index Secrets of release `name`, by ascending version (no record decoded).
+    pub async fn index_entries(&self, name: &str) -> Result<Vec<IndexEntry>, StoreError> {
+        let selector = secrets::history_label_selector(name);
+        let mut params = ListParams::default()
+            .labels(&selector)
+            .fields(&secrets::index_field_selector())
+            .limit(PAGE);
+        let mut entries = Vec::new();
+        loop {
+            let page = self.call("list", &selector, self.api.list(&params)).await?;
+            for secret in page.items {
+                let index_name = secret.metadata.name.clone().unwrap_or_default();
+                let labels = secret.metadata.labels.clone().unwrap_or_default();
+                let version = labels
+                    .get("version")
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .ok_or_else(|| StoreError::BadIndexLabel {
+                        name: index_name.clone(),
+                        label: "version",
+                    })?;
+                entries.push(IndexEntry {
+                    key: index_name,
+                    version,
+                    status: labels.get("status").cloned().unwrap_or_default(),
+                    secret,
+                });
+                if entries.len() > MAX_RECORDS {
+                    return Err(StoreError::TooManyRecords {
+                        name: name.to_string(),
+                        namespace: self.namespace.clone(),
+                    });
+                }
+            }
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+        entries.sort_by_key(|e| e.version);
+        Ok(entries)
+    }
+
+    /// Decodes one listed record, fetching its chunk Secrets.
+    pub async fn decode(&self, entry: &IndexEntry) -> Result<StoredRelease, StoreError> {
+        let names =
+            secrets::extra_chunk_names(&entry.secret).map_err(|source| StoreError::Decode {
+                name: entry.key.clone(),
+                source,
+            })?;
+        let mut chunks = Vec::with_capacity(names.len());
+        for chunk in &names {
+            // A missing chunk is reported by the decoder, naming its position.
+            if let Some(secret) = self.call("get", chunk, self.api.get_opt(chunk)).await? {
+                chunks.push(secret);
+            }
+        }
+        secrets::decode_release(&entry.secret, &chunks, self.limits).map_err(|source| {
+            StoreError::Decode {
+                name: entry.key.clone(),
+                source,
+            }
+        })
+    }
+
+    /// Every record of release `name` (Helm's `History`); damaged ones are listed apart.
+    pub async fn history(&self, name: &str) -> Result<History, StoreError> {
+        let mut out = History::default();
+        for entry in self.index_entries(name).await? {
+            match self.decode(&entry).await {
+                Ok(r) => out.releases.push(r),
+                Err(StoreError::Decode { name, source }) => out.damaged.push((name, source)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The deployed record with the highest version (the installed bundle), decoding only it.
+    pub async fn installed(&self, name: &str) -> Result<Option<StoredRelease>, StoreError> {
+        let entries = self.index_entries(name).await?;
+        match entries
+            .iter()
+            .filter(|e| e.status == "deployed")
+            .max_by_key(|e| e.version)
+        {
+            Some(entry) => self.decode(entry).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The highest-version record, any status (Helm's `Get`/`Last`).
+    pub async fn last(&self, name: &str) -> Result<Option<StoredRelease>, StoreError> {
+        let entries = self.index_entries(name).await?;
+        match entries.last() {
+            Some(entry) => self.decode(entry).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Deletes the oldest records of `name` so that a new one keeps the history at
+    /// [`MAX_HISTORY`]; returns the versions deleted.
+    pub async fn prune(&self, name: &str) -> Result<Vec<i64>, StoreError> {
+        let entries = self.index_entries(name).await?;
+        let records: Vec<(i64, &str)> = entries
+            .iter()
+            .map(|e| (e.version, e.status.as_str()))
+            .collect();
+        let versions = history::prune_versions(&records, MAX_HISTORY);
+        for v in &versions {
+            self.delete(&secrets::release_key(name, *v)).await?;
+        }
+        Ok(versions)
+    }
+
+    /// Stores a new record: prunes, then creates the index and chunk Secrets. `owner` is the
+    /// ClusterExtension; `now` is Unix seconds.
+    pub async fn create(
+        &self,
+        release: &Release,
+        owner: &OwnerReference,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let encoded = secrets::encode_release(release).map_err(|source| StoreError::Encode {
+            name: release.name.clone(),
+            source,
+        })?;
+        self.prune(&release.name).await?;
+        let index = encoded.index_secret(
+            &self.namespace,
+            owner,
+            Stamps {
+                created_at: now,
+                modified_at: None,
+            },
+        );
+        let created = match self
+            .call(
+                "create",
+                &encoded.key,
+                self.api.create(&PostParams::default(), &index),
+            )
+            .await
+        {
+            Ok(s) => s,
+            Err(StoreError::Api {
+                source: kube::Error::Api(status),
+                ..
+            }) if status.code == 409 => {
+                return Err(StoreError::Exists {
+                    key: encoded.key.clone(),
+                    namespace: self.namespace.clone(),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let uid = created.metadata.uid.clone().unwrap_or_default();
+        for chunk in encoded.chunk_secrets(&self.namespace, &uid, Some(now)) {
+            let chunk_name = chunk.metadata.name.clone().unwrap_or_default();
+            if let Err(e) = self
+                .call(
+                    "create",
+                    &chunk_name,
+                    self.api.create(&PostParams::default(), &chunk),
+                )
+                .await
+            {
+                // Best effort: without its chunks the new record is unreadable.
+                let _ = self.delete(&encoded.key).await;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrites an existing record (a status change: deployed, superseded, failed).
+    pub async fn update(
+        &self,
+        release: &Release,
+        owner: &OwnerReference,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let encoded = secrets::encode_release(release).map_err(|source| StoreError::Encode {
+            name: release.name.clone(),
+            source,
+        })?;
+        let existing = self
+            .call("get", &encoded.key, self.api.get_opt(&encoded.key))
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                key: encoded.key.clone(),
+                namespace: self.namespace.clone(),
+            })?;
+        let chunk_selector = secrets::chunks_label_selector(&encoded.key);
+        self.call(
+            "delete chunks of",
+            &encoded.key,
+            self.api.delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&chunk_selector),
+            ),
+        )
+        .await?;
+        let created_at = existing
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("createdAt"))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(now);
+        let mut index = encoded.index_secret(
+            &self.namespace,
+            owner,
+            Stamps {
+                created_at,
+                modified_at: Some(now),
+            },
+        );
+        index.metadata.resource_version = existing.metadata.resource_version.clone();
+        let replaced = self
+            .call(
+                "replace",
+                &encoded.key,
+                self.api
+                    .replace(&encoded.key, &PostParams::default(), &index),
+            )
+            .await?;
+        let uid = replaced.metadata.uid.clone().unwrap_or_default();
+        // Helm's update path writes chunks without `createdAt`.
+        for chunk in encoded.chunk_secrets(&self.namespace, &uid, None) {
+            let chunk_name = chunk.metadata.name.clone().unwrap_or_default();
+            self.call(
+                "create",
+                &chunk_name,
+                self.api.create(&PostParams::default(), &chunk),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes one record: every Secret labelled with its key (index and chunks).
+    pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let selector = secrets::all_for_key_label_selector(key);
+        self.call(
+            "delete",
+            key,
+            self.api.delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&selector),
+            ),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes every record of release `name` (uninstall, after its objects are gone).
+    pub async fn delete_all(&self, name: &str) -> Result<usize, StoreError> {
+        let entries = self.index_entries(name).await?;
+        for e in &entries {
+            self.delete(&e.key).await?;
+        }
+        Ok(entries.len())
+    }
+}
