@@ -4,7 +4,6 @@ pub mod cli;
 pub mod controller;
 pub mod http;
 pub mod ingest;
-pub mod leader;
 pub mod metrics;
 pub mod run;
 pub mod serve;

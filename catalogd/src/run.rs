@@ -21,10 +21,10 @@ use crate::controller::gc;
 use crate::controller::pull_secret::{self, SecretRef};
 use crate::controller::reconcile::{Context, error_policy, reconcile};
 use crate::http::{ops_router, router};
-use crate::leader::{self, Timing};
 use crate::metrics::Metrics;
 use crate::server::{TlsFiles, bind};
 use crate::storage::Storage;
+use olm_runtime::leader::{Leadership, Timing};
 
 /// Lease name of catalogd's leader election (upstream's).
 pub const LEADER_ELECTION_ID: &str = "catalogd-operator-lock";
@@ -145,22 +145,20 @@ pub async fn run(
         }
     };
 
-    let (leading, election) = if opts.leader_elect {
-        let (rx, handle) = leader::elect(
+    let election_stop = tokio_util::sync::CancellationToken::new();
+    let leadership = if opts.leader_elect {
+        Leadership::elect(
             client.clone(),
             &opts.leader_election_namespace,
             LEADER_ELECTION_ID,
             &opts.identity,
             Timing::default(),
-            stopped(),
-        );
-        (rx, Some(handle))
+            election_stop.clone(),
+        )
     } else {
-        let (tx, rx) = watch::channel(true);
-        // Keep the sender alive for the whole run so receivers never see a closed channel.
-        std::mem::forget(tx);
-        (rx, None)
+        Leadership::always()
     };
+    let leading = leadership.receiver();
 
     let ctx = Arc::new(Context::new(
         client.clone(),
@@ -211,9 +209,7 @@ pub async fn run(
     }
 
     // A change of leadership re-examines every catalog (the new leader owns their status).
-    let leadership_changes = futures::stream::unfold(leading, |mut rx| async move {
-        rx.changed().await.ok().map(|()| ((), rx))
-    });
+    let leadership_changes = leadership.changes();
     let api: Api<ClusterCatalog> = Api::all(client);
     let mut watch_config = watcher::Config::default();
     if let Some(selector) = &opts.label_selector {
@@ -238,9 +234,8 @@ pub async fn run(
     for task in background {
         task.abort();
     }
-    if let Some(election) = election {
-        let _ = election.await;
-    }
+    election_stop.cancel();
+    leadership.stopped().await;
     for server in servers {
         if let Ok(Err(e)) = server.await {
             tracing::warn!(error = %e, "server stopped with an error");
