@@ -535,6 +535,17 @@ pub fn load_certified_key(files: &TlsFiles) -> Result<CertifiedKey, TlsError> {
     CertifiedKey::from_der(chain, key, &provider()).map_err(TlsError::Key)
 }
 
+/// Loads `files` once, so a binary can refuse an unusable certificate before it starts anything.
+pub fn check_tls_files(files: &TlsFiles) -> Result<(), ServerError> {
+    load_certified_key(files)
+        .map(drop)
+        .map_err(|source| ServerError::Tls {
+            cert: files.cert.clone(),
+            key: files.key.clone(),
+            source,
+        })
+}
+
 fn tls_acceptor(files: &TlsFiles) -> Result<(TlsAcceptor, Arc<CertStore>), ServerError> {
     let fail = |source| ServerError::Tls {
         cert: files.cert.clone(),

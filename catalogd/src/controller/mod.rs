@@ -1,7 +1,6 @@
 //! The ClusterCatalog controller: decisions in [`plan`], IO in [`reconcile`], background sweeps in
-//! [`gc`], and the global pull secret in [`pull_secret`].
+//! [`gc`].
 
 pub mod gc;
 pub mod plan;
-pub mod pull_secret;
 pub mod reconcile;
