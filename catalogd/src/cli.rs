@@ -83,6 +83,34 @@ mod tests {
     }
 
     #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(["catalogd", "run"]).expect("every run flag has a default");
+        let Command::Run(args) = cli.command else {
+            panic!("run");
+        };
+        let opts = cmd::run::RunOptions::from_args(*args);
+        assert_eq!(opts.metrics_addr, Some(([0, 0, 0, 0], 7443).into()));
+        assert_eq!(opts.gc_interval, std::time::Duration::from_secs(12 * 3600));
+        let cli = Cli::try_parse_from([
+            "catalogd",
+            "run",
+            "--metrics-bind-address",
+            "0",
+            "--gc-interval",
+            "1h30m",
+        ])
+        .expect("parses");
+        let Command::Run(args) = cli.command else {
+            panic!("run");
+        };
+        let opts = cmd::run::RunOptions::from_args(*args);
+        assert_eq!(opts.metrics_addr, None);
+        assert_eq!(opts.gc_interval, std::time::Duration::from_secs(5400));
+    }
+
+    #[test]
     fn help_lists_the_exit_statuses() {
         let help = Cli::try_parse_from(["catalogd", "serve", "--help"])
             .expect_err("help is an early exit")

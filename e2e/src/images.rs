@@ -7,9 +7,15 @@ use olm_image::push::{PushError, PushedImage, Pusher};
 
 use crate::registry::Registry;
 
-/// `../shared/data/<relative>` from the repository root, where test data lives.
+/// `shared/data/<relative>`, found by walking up from the repository root: `../shared` beside a
+/// clone (as CI checks it out), or further up from a worktree nested deeper.
 pub fn shared_data(relative: &str) -> PathBuf {
-    crate::repo_root().join("../shared/data").join(relative)
+    let root = crate::repo_root();
+    root.ancestors()
+        .map(|dir| dir.join("shared/data"))
+        .find(|candidate| candidate.is_dir())
+        .unwrap_or_else(|| root.join("../shared/data"))
+        .join(relative)
 }
 
 /// A pusher for `registry`.

@@ -13,8 +13,8 @@ use olm_e2e::registry::{Registry, RegistryOptions};
 use olm_image::labels::{BUNDLE_MEDIATYPE_LABEL, BUNDLE_PACKAGE_LABEL, CATALOG_CONFIGS_LABEL};
 use olm_image::push::{ImageSpec, Layer, PushedImage, Pusher, catalog_labels};
 use olm_image::{
-    DockerConfig, ExtractErrorKind, ExtractFilter, ImageError, ImageErrorKind, Platform, Puller,
-    PullerConfig,
+    ConditionError, DockerConfig, ExtractErrorKind, ExtractFilter, ImageError, ImageErrorKind,
+    Platform, Puller, PullerConfig,
 };
 
 async fn registry() -> Registry {
@@ -296,7 +296,7 @@ async fn catalog_without_the_configs_label_fails_with_upstream_message() {
         r#"catalog image is missing the required label "operators.operatorframework.io.index.configs.v1""#
     );
     assert!(
-        by_tag.is_retryable(),
+        !by_tag.is_terminal(),
         "a tag may be re-pushed with the label"
     );
 
@@ -339,7 +339,7 @@ async fn layer_corrupted_in_registry_storage_is_rejected_as_digest_mismatch() {
         }
         other => panic!("expected a digest mismatch, got {other}"),
     }
-    assert!(err.is_retryable());
+    assert!(!err.is_terminal());
     assert!(
         cached_digests(cache.path(), "cat").is_empty(),
         "nothing is cached"
@@ -501,7 +501,7 @@ async fn registry_outage_is_retryable_and_the_pull_succeeds_after_restart() {
         .pull("cat", &reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
-    assert!(err.is_retryable());
+    assert!(!err.is_terminal());
     assert_eq!(
         err.sanitize(),
         format!(
@@ -589,7 +589,7 @@ async fn registry_with_auth_rejects_anonymous_pulls_and_accepts_the_pull_secret(
         )
     );
     assert!(
-        err.is_retryable(),
+        !err.is_terminal(),
         "fixing the pull secret needs no spec change"
     );
 
@@ -656,7 +656,7 @@ async fn tls_registry_is_trusted_only_with_its_ca_bundle() {
             .contains("tls certificate verification failed"),
         "{err}"
     );
-    assert!(err.is_retryable());
+    assert!(!err.is_terminal());
 
     let unpacked = puller(&registry, cache.path())
         .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
@@ -782,7 +782,7 @@ async fn missing_tag_is_retryable_but_missing_digest_is_terminal() {
         .await
         .unwrap_err();
     assert!(matches!(err.kind, ImageErrorKind::NotFound { .. }), "{err}");
-    assert!(err.is_retryable());
+    assert!(!err.is_terminal());
     let absent = format!(
         "{}/catalogs/test@sha256:{}",
         registry.host(),

@@ -19,11 +19,15 @@ pub fn listen_address(s: &str) -> Result<SocketAddr, String> {
 
 /// A listen address that `0` (or nothing) switches off, as controller-runtime's
 /// `--metrics-bind-address` and `--health-probe-bind-address`.
-pub fn optional_listen_address(s: &str) -> Result<Option<SocketAddr>, String> {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalListenAddress(pub Option<SocketAddr>);
+
+/// Parses an [`OptionalListenAddress`].
+pub fn optional_listen_address(s: &str) -> Result<OptionalListenAddress, String> {
     if s == "0" || s.is_empty() {
-        Ok(None)
+        Ok(OptionalListenAddress(None))
     } else {
-        listen_address(s).map(Some)
+        listen_address(s).map(|addr| OptionalListenAddress(Some(addr)))
     }
 }
 
@@ -46,11 +50,16 @@ mod tests {
 
     #[test]
     fn zero_switches_an_optional_address_off() {
-        assert_eq!(optional_listen_address("0"), Ok(None));
-        assert_eq!(optional_listen_address(""), Ok(None));
+        assert_eq!(
+            optional_listen_address("0"),
+            Ok(OptionalListenAddress(None))
+        );
+        assert_eq!(optional_listen_address(""), Ok(OptionalListenAddress(None)));
         assert_eq!(
             optional_listen_address(":7443"),
-            Ok(Some("0.0.0.0:7443".parse().expect("addr")))
+            Ok(OptionalListenAddress(Some(
+                "0.0.0.0:7443".parse().expect("addr")
+            )))
         );
         let err = optional_listen_address("7443").expect_err("no colon");
         assert!(err.starts_with("invalid listen address \"7443\""), "{err}");

@@ -19,6 +19,7 @@ use olm_api::regular_file::read_regular;
 use olm_api::v1::ClusterCatalog;
 use olm_image::{Puller, PullerConfig};
 use olm_runtime::exit::Exit;
+use olm_runtime::flags::OptionalListenAddress;
 use olm_runtime::leader::{Leadership, Timing};
 use olm_runtime::logging::LogFormat;
 use olm_runtime::pull_secret::SecretRef;
@@ -64,10 +65,10 @@ pub struct Args {
     pub tls_key: Option<PathBuf>,
     /// Address serving /metrics (and /healthz, /readyz); `0` disables it.
     #[arg(long, value_name = "ADDR", default_value = ":7443", value_parser = olm_runtime::flags::optional_listen_address)]
-    pub metrics_bind_address: Option<SocketAddr>,
+    pub metrics_bind_address: OptionalListenAddress,
     /// Address serving /healthz and /readyz (and /metrics); `0` disables it.
     #[arg(long, value_name = "ADDR", default_value = ":8081", value_parser = olm_runtime::flags::optional_listen_address)]
-    pub health_probe_bind_address: Option<SocketAddr>,
+    pub health_probe_bind_address: OptionalListenAddress,
     /// Elect a leader among replicas through a Lease; only the leader writes status.
     #[arg(long)]
     pub leader_elect: bool,
@@ -144,8 +145,8 @@ impl RunOptions {
             cache_dir: args.cache_dir,
             tls,
             limits: args.limits,
-            metrics_addr: args.metrics_bind_address,
-            health_addr: args.health_probe_bind_address,
+            metrics_addr: args.metrics_bind_address.0,
+            health_addr: args.health_probe_bind_address.0,
             leader_elect: args.leader_elect,
             leader_election_namespace: args.leader_election_namespace,
             global_pull_secret: args.global_pull_secret,

@@ -1,6 +1,7 @@
-//! The ClusterCatalog controller: decisions in [`plan`], IO in [`reconcile`], background sweeps in
-//! [`gc`].
+//! The ClusterCatalog controller: decisions in [`plan`], IO in [`reconcile`], step errors in
+//! [`error`], background sweeps in [`gc`].
 
+pub mod error;
 pub mod gc;
 pub mod plan;
 pub mod reconcile;
