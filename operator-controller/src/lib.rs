@@ -3,8 +3,9 @@
 //! - [`resolve`]: the pure resolver, re-exported from `olm-operator-core` (the crate that holds
 //!   every IO-free decision).
 //! - [`catalog_source`]: a package's content from catalogd over HTTP (cached) or a directory.
-//! - [`cli`]: the `operator-controller` command line (`resolve` mode).
+//! - [`cli`]: the `operator-controller` command line; its modes are in [`cmd`] (`resolve`).
 
 pub mod catalog_source;
 pub mod cli;
+pub mod cmd;
 pub use olm_operator_core::resolve;

@@ -1,0 +1,4 @@
+//! The modes of the `operator-controller` binary, one module each: its arguments (`Args`) and its
+//! `run`.
+
+pub mod resolve;
