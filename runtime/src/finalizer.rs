@@ -5,8 +5,8 @@
 //!
 //! | operation | precondition in the patch | when it fails |
 //! |---|---|---|
-//! | add | `test /metadata/resourceVersion` = the version read | the object changed since it was read: the caller re-reads (next reconcile) |
-//! | remove | `test /metadata/finalizers/<i>` = the finalizer | the list changed: the caller re-reads |
+//! | add | the resourceVersion read ([`optimistic_lock`]) | 409 Conflict: the object changed since it was read; the caller re-reads (next reconcile) |
+//! | remove | `test /metadata/finalizers/<i>` = the finalizer | 422: the list changed; the caller re-reads |
 //!
 //! Removing tests the finalizer's slot instead of the resourceVersion so that a deletion in
 //! progress (which bumps the version as other finalizers go) does not make it fail needlessly.
@@ -20,6 +20,18 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+/// The JSON patch operation that makes a patch an optimistic-locking one: it sets the
+/// resourceVersion that was read, and the API server refuses (409 Conflict) a patched object whose
+/// resourceVersion is not the current one. (A `test` operation would fail with an unspecific 422.)
+pub fn optimistic_lock(resource_version: Option<&str>) -> serde_json::Value {
+    json!({"op": "replace", "path": "/metadata/resourceVersion", "value": resource_version})
+}
+
+/// Whether the API server refused a write because the object changed since it was read.
+pub fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(e) if e.code == 409)
+}
+
 /// Whether `object` carries `finalizer`.
 pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
     object.finalizers().iter().any(|f| f == finalizer)
@@ -31,13 +43,13 @@ pub fn add_patch<K: Resource>(object: &K, finalizer: &str) -> Option<json_patch:
     if has(object, finalizer) {
         return None;
     }
-    let rv = object.meta().resource_version.clone();
+    let lock = optimistic_lock(object.meta().resource_version.as_deref());
     let add = if object.finalizers().is_empty() {
         json!({"op": "add", "path": "/metadata/finalizers", "value": [finalizer]})
     } else {
         json!({"op": "add", "path": "/metadata/finalizers/-", "value": finalizer})
     };
-    let ops = json!([{"op": "test", "path": "/metadata/resourceVersion", "value": rv}, add]);
+    let ops = json!([lock, add]);
     serde_json::from_value(ops).ok()
 }
 
@@ -116,18 +128,18 @@ mod tests {
     }
 
     #[test]
-    fn adding_tests_the_resource_version_and_creates_the_list_when_absent() {
+    fn adding_locks_on_the_resource_version_and_creates_the_list_when_absent() {
         assert_eq!(
             ops(add_patch(&object(&[]), "f").expect("needed")),
             json!([
-                {"op": "test", "path": "/metadata/resourceVersion", "value": "42"},
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "42"},
                 {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}
             ])
         );
         assert_eq!(
             ops(add_patch(&object(&["other"]), "f").expect("needed")),
             json!([
-                {"op": "test", "path": "/metadata/resourceVersion", "value": "42"},
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "42"},
                 {"op": "add", "path": "/metadata/finalizers/-", "value": "f"}
             ])
         );

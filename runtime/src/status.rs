@@ -7,11 +7,12 @@
 //! | desired status | written |
 //! |---|---|
 //! | equal to the status read | nothing (no request) |
-//! | different | `test /metadata/resourceVersion` + the operations turning the old status into the new one |
+//! | different | the resourceVersion read + the operations turning the old status into the new one |
 //!
-//! The resourceVersion test makes the write fail (HTTP 422) when the object changed after it was
-//! read, so a status computed from stale input never lands; the caller retries from a fresh read.
-//! Patching only the differences leaves status fields this version does not know untouched.
+//! Carrying the resourceVersion read is optimistic locking: the API server refuses the write with
+//! 409 Conflict when the object changed after it was read ([`StatusError::is_conflict`]), so a
+//! status computed from stale input never lands; the caller retries from a fresh read. Patching
+//! only the differences leaves status fields this version does not know untouched.
 
 use std::fmt::Debug;
 
@@ -38,6 +39,13 @@ pub enum StatusError {
     },
 }
 
+impl StatusError {
+    /// The object changed since it was read (409): read it again and recompute.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StatusError::Write { source, .. } if crate::finalizer::is_conflict(source))
+    }
+}
+
 /// The patch turning status `previous` into `desired`, guarded by `resource_version`; `None`
 /// when they are equal. Pure.
 pub fn status_patch(
@@ -48,9 +56,7 @@ pub fn status_patch(
     if previous == desired {
         return None;
     }
-    let mut ops = vec![json!({
-        "op": "test", "path": "/metadata/resourceVersion", "value": resource_version
-    })];
+    let mut ops = vec![crate::finalizer::optimistic_lock(resource_version)];
     if previous.is_null() {
         ops.push(json!({"op": "add", "path": "/status", "value": desired}));
     } else {
@@ -135,7 +141,7 @@ mod tests {
         assert_eq!(
             ops(status_patch(Some("7"), &Value::Null, &json!({"a": 1})).expect("patch")),
             json!([
-                {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "7"},
                 {"op": "add", "path": "/status", "value": {"a": 1}}
             ])
         );
@@ -147,14 +153,14 @@ mod tests {
         let new = json!({"keep": "x", "conditions": [{"type": "A", "status": "False"}]});
         let patch = status_patch(Some("9"), &old, &new).expect("patch");
         let mut doc =
-            json!({"metadata": {"resourceVersion": "9"}, "status": old, "spec": {"s": 1}});
+            json!({"metadata": {"resourceVersion": "9"}, "status": old.clone(), "spec": {"s": 1}});
         json_patch::patch(&mut doc, &patch).expect("applies");
         assert_eq!(doc["status"], new);
         assert_eq!(doc["spec"], json!({"s": 1}));
-        // On another resourceVersion the test operation refuses the whole patch.
-        let mut stale = json!({"metadata": {"resourceVersion": "10"}, "status": {"keep": "x", "gone": 1, "conditions": []}});
-        assert!(json_patch::patch(&mut stale, &patch).is_err());
-        let first = &ops(patch)[0];
-        assert_eq!(first["op"], "test");
+        // Applied to a newer object, the patch sets the version read back: the API server sees
+        // a resourceVersion that is not the current one and answers 409 Conflict.
+        let mut newer = json!({"metadata": {"resourceVersion": "10"}, "status": old});
+        json_patch::patch(&mut newer, &patch).expect("applies");
+        assert_eq!(newer["metadata"]["resourceVersion"], "9");
     }
 }

@@ -124,6 +124,16 @@ pub enum PublishError {
     Status(#[from] olm_runtime::status::StatusError),
 }
 
+impl PublishError {
+    /// The catalog changed after it was read (409): the next attempt works from the new version.
+    pub fn is_conflict(&self) -> bool {
+        match self {
+            PublishError::Metadata { source, .. } => olm_runtime::finalizer::is_conflict(source),
+            PublishError::Status(e) => e.is_conflict(),
+        }
+    }
+}
+
 impl ConditionError for PublishError {
     fn reason(&self) -> ConditionReason {
         ConditionReason::Retrying
@@ -149,6 +159,11 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
+    /// A write lost a race with another change of the catalog; not worth a warning.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ReconcileError::Publish(e) if e.is_conflict())
+    }
+
     fn step(&self) -> &dyn ConditionError {
         match self {
             ReconcileError::Source(e) => e,

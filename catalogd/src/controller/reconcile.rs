@@ -153,14 +153,19 @@ pub async fn reconcile(
 }
 
 /// After a failure: terminal errors wait for a change of the catalog; others retry with
-/// per-catalog capped exponential backoff (1 s doubling to 5 minutes, with jitter).
+/// per-catalog capped exponential backoff (1 s doubling to 5 minutes, with jitter). A write that
+/// lost a race with another change (the watch cache was behind) is routine: logged at debug.
 pub fn error_policy(
     catalog: Arc<ClusterCatalog>,
     error: &ReconcileError,
     ctx: Arc<Context>,
 ) -> Action {
     let name = catalog.name_any();
-    tracing::warn!(catalog = %name, error = %error, "reconcile failed");
+    if error.is_conflict() {
+        tracing::debug!(catalog = %name, error = %error, "catalog changed while reconciling; retrying with the new version");
+    } else {
+        tracing::warn!(catalog = %name, error = %error, "reconcile failed");
+    }
     if error.is_terminal() {
         return Action::await_change();
     }
