@@ -3,6 +3,7 @@
 //! This crate performs no network IO; the catalog loader reads local files only, through
 //! [`regular_file`] (regular files only, bounded in size).
 
+pub mod condition_error;
 pub mod crd;
 pub mod fbc;
 pub mod openshift;

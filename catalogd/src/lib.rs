@@ -1,12 +1,10 @@
 //! catalogd: ClusterCatalog controller, catalog storage and the content HTTP API.
 
 pub mod cli;
+pub mod cmd;
 pub mod controller;
 pub mod http;
 pub mod ingest;
-pub mod leader;
 pub mod metrics;
-pub mod run;
-pub mod serve;
 pub mod server;
 pub mod storage;

@@ -1,9 +1,11 @@
-//! The `catalogd` binary: parses arguments and runs the chosen mode.
+//! The `catalogd` binary: parses arguments and runs the selected mode.
+
+use std::process::ExitCode;
 
 use clap::Parser;
 
-fn main() -> std::process::ExitCode {
-    // Usage errors exit with status 2 (clap's convention), help and version with 0.
+fn main() -> ExitCode {
+    // clap exits with 2 on usage errors and 0 after --help or --version.
     let cli = catalogd::cli::Cli::parse();
-    catalogd::cli::run(cli)
+    catalogd::cli::run(cli).into()
 }

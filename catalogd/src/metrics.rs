@@ -46,7 +46,7 @@ pub struct Metrics {
 }
 
 struct Inner {
-    registry: Registry,
+    registry: Arc<Registry>,
     request_duration: Family<CodeLabel, Histogram>,
     unpack_duration: Family<CatalogLabel, Histogram>,
     stored_bytes: Family<CatalogLabel, Gauge>,
@@ -99,7 +99,7 @@ impl Metrics {
         );
         Metrics {
             inner: Arc::new(Inner {
-                registry,
+                registry: Arc::new(registry),
                 request_duration,
                 unpack_duration,
                 stored_bytes,
@@ -109,12 +109,14 @@ impl Metrics {
         }
     }
 
+    /// The registry every metric is registered in, for the `/metrics` endpoint.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.inner.registry.clone()
+    }
+
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
-        let mut out = String::new();
-        // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.inner.registry);
-        out
+        olm_runtime::ops::encode(&self.inner.registry)
     }
 
     pub fn observe_request(&self, code: u16, seconds: f64) {

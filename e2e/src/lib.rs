@@ -2,12 +2,16 @@
 //!
 //! - [`control_plane`]: etcd + kube-apiserver (+ controllers, scheduler, kwok) as child processes.
 //! - [`test_env`]: [`TestEnv`] bundles everything a test needs; [`shared`] starts one per process.
+//! - [`catalogd`]: catalogd as a process or inside the test process, and the "serving catalog"
+//!   set-up; [`images`]: fixture images and the push-then-pull set-up; [`eventually`]: waiting.
 //! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
 //!   binary discovery and listening-socket inspection.
 
 pub mod assets;
+pub mod catalogd;
 pub mod control_plane;
 pub mod dev_env;
+pub mod eventually;
 pub mod images;
 pub mod process;
 pub mod registry;

@@ -8,13 +8,13 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use olm_e2e::images;
+use olm_e2e::images::{self, ImageFixture, catalog_image};
 use olm_e2e::registry::{Registry, RegistryOptions};
 use olm_image::labels::{BUNDLE_MEDIATYPE_LABEL, BUNDLE_PACKAGE_LABEL, CATALOG_CONFIGS_LABEL};
-use olm_image::push::{ImageSpec, Layer, PushedImage, Pusher, catalog_labels};
+use olm_image::push::{ImageSpec, Layer, Pusher, catalog_labels};
 use olm_image::{
-    DockerConfig, ExtractErrorKind, ExtractFilter, ImageError, ImageErrorKind, Platform, Puller,
-    PullerConfig,
+    ConditionError, DockerConfig, ExtractErrorKind, ExtractFilter, ImageError, ImageErrorKind,
+    Platform, Puller, PullerConfig,
 };
 
 async fn registry() -> Registry {
@@ -29,18 +29,9 @@ fn puller(registry: &Registry, cache: &Path) -> Puller {
     Puller::new(registry.puller_config(cache)).unwrap()
 }
 
-/// A catalog image whose FBC (in /configs) holds the given files, plus a file outside /configs.
-fn catalog_spec(files: &[(&str, &str)]) -> ImageSpec {
-    let mut all: Vec<(String, String)> = files
-        .iter()
-        .map(|(p, c)| (format!("configs/{p}"), c.to_string()))
-        .collect();
-    all.push(("bin/opm".to_string(), "not extracted".to_string()));
-    ImageSpec {
-        layers: vec![Layer::from_files(&all)],
-        labels: catalog_labels("/configs"),
-        platform: Platform::default(),
-    }
+/// The catalog most tests pull: one file in its FBC, pushed as `catalogs/test:v1`.
+async fn test_catalog() -> ImageFixture {
+    ImageFixture::catalog("catalogs/test:v1", &[("a.json", "{}")]).await
 }
 
 fn tree(dir: &Path) -> BTreeSet<String> {
@@ -85,27 +76,16 @@ fn cached_digests(cache: &Path, owner: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn catalog_pulled_by_tag_extracts_only_the_configs_directory() {
-    let registry = registry().await;
-    let pushed = pusher(&registry)
-        .push_image(
-            &registry.image("catalogs/test:v1"),
-            &catalog_spec(&[("pkg/catalog.json", "{}")]),
-        )
+    let f = ImageFixture::catalog("catalogs/test:v1", &[("pkg/catalog.json", "{}")]).await;
+    let unpacked = f
+        .puller()
+        .pull("test-catalog", &f.reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let unpacked = puller(&registry, cache.path())
-        .pull(
-            "test-catalog",
-            &registry.image("catalogs/test:v1"),
-            ExtractFilter::CatalogConfigs,
-        )
-        .await
-        .unwrap();
-    assert_eq!(unpacked.digest, pushed.digest);
+    assert_eq!(unpacked.digest, f.pushed.digest);
     assert_eq!(
         unpacked.digest_ref,
-        format!("{}/catalogs/test@{}", registry.host(), pushed.digest)
+        format!("{}/catalogs/test@{}", f.registry.host(), f.pushed.digest)
     );
     assert!(unpacked.fresh);
     assert_eq!(unpacked.labels[CATALOG_CONFIGS_LABEL], "/configs");
@@ -116,38 +96,30 @@ async fn catalog_pulled_by_tag_extracts_only_the_configs_directory() {
     assert_eq!(unpacked.content_dir, unpacked.dir.join("configs"));
     assert_eq!(
         unpacked.dir,
-        cache
+        f.cache
             .path()
             .join("test-catalog")
-            .join(&pushed.digest)
+            .join(&f.pushed.digest)
             .join("fs")
     );
 }
 
 #[tokio::test]
 async fn digest_reference_pull_hits_the_cache_without_any_network() {
-    let mut registry = registry().await;
-    let pushed = pusher(&registry)
-        .push_image(
-            &registry.image("catalogs/test:v1"),
-            &catalog_spec(&[("a.json", "{}")]),
-        )
-        .await
-        .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let puller = puller(&registry, cache.path());
+    let mut f = test_catalog().await;
+    let puller = f.puller();
     let first = puller
-        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .pull("cat", &f.pushed.digest_ref, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
     assert!(first.fresh);
     assert_eq!(
-        puller.resolve_digest(&pushed.digest_ref).await.unwrap(),
-        pushed.digest
+        puller.resolve_digest(&f.pushed.digest_ref).await.unwrap(),
+        f.pushed.digest
     );
-    registry.shut_down().await;
+    f.registry.shut_down().await;
     let again = puller
-        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .pull("cat", &f.pushed.digest_ref, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
     assert!(!again.fresh);
@@ -157,21 +129,14 @@ async fn digest_reference_pull_hits_the_cache_without_any_network() {
 
 #[tokio::test]
 async fn new_puller_on_the_same_cache_does_not_download_layers_again() {
-    let registry = registry().await;
-    pusher(&registry)
-        .push_image(
-            &registry.image("catalogs/test:v1"),
-            &catalog_spec(&[("a.json", "{}")]),
-        )
+    let f = test_catalog().await;
+    let first = f
+        .puller()
+        .pull("cat", &f.reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let reference = registry.image("catalogs/test:v1");
-    let first = puller(&registry, cache.path())
-        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
-        .await
-        .unwrap();
-    let blob_gets_before = registry
+    let blob_gets_before = f
+        .registry
         .access_log()
         .iter()
         .filter(|e| e.is_blob_get())
@@ -182,14 +147,15 @@ async fn new_puller_on_the_same_cache_does_not_download_layers_again() {
     );
 
     // A "restarted" process: a new puller over the same cache directory.
-    let second = puller(&registry, cache.path())
-        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+    let second = f
+        .puller()
+        .pull("cat", &f.reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
     assert!(!second.fresh);
     assert_eq!(second.digest, first.digest);
     assert_eq!(second.labels, first.labels);
-    let log = registry.access_log();
+    let log = f.registry.access_log();
     assert_eq!(
         log.iter().filter(|e| e.is_blob_get()).count(),
         blob_gets_before,
@@ -207,10 +173,10 @@ async fn image_index_resolves_to_the_configured_platform() {
     let pusher = pusher(&registry);
     let repo = registry.image("catalogs/multi");
     let amd64 = pusher
-        .push_image(&repo, &catalog_spec(&[("amd64.json", "{}")]))
+        .push_image(&repo, &catalog_image(&[("amd64.json", "{}")]))
         .await
         .unwrap();
-    let mut arm_spec = catalog_spec(&[("arm64.json", "{}")]);
+    let mut arm_spec = catalog_image(&[("arm64.json", "{}")]);
     arm_spec.platform = "linux/arm64".parse().unwrap();
     let arm64 = pusher.push_image(&repo, &arm_spec).await.unwrap();
     let index = pusher
@@ -270,24 +236,15 @@ async fn image_index_resolves_to_the_configured_platform() {
 
 #[tokio::test]
 async fn catalog_without_the_configs_label_fails_with_upstream_message() {
-    let registry = registry().await;
     let spec = ImageSpec {
         layers: vec![Layer::from_files(&[("configs/a.json", "{}")])],
         ..ImageSpec::default()
     };
-    let pushed = pusher(&registry)
-        .push_image(&registry.image("catalogs/nolabel:v1"), &spec)
-        .await
-        .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let puller = puller(&registry, cache.path());
+    let f = ImageFixture::image("catalogs/nolabel:v1", &spec).await;
+    let puller = f.puller();
 
     let by_tag = puller
-        .pull(
-            "cat",
-            &registry.image("catalogs/nolabel:v1"),
-            ExtractFilter::CatalogConfigs,
-        )
+        .pull("cat", &f.reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
     assert!(matches!(by_tag.kind, ImageErrorKind::MissingCatalogLabel));
@@ -296,40 +253,32 @@ async fn catalog_without_the_configs_label_fails_with_upstream_message() {
         r#"catalog image is missing the required label "operators.operatorframework.io.index.configs.v1""#
     );
     assert!(
-        by_tag.is_retryable(),
+        !by_tag.is_terminal(),
         "a tag may be re-pushed with the label"
     );
 
     let by_digest = puller
-        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+        .pull("cat", &f.pushed.digest_ref, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
     assert!(by_digest.is_terminal(), "a digest can never gain the label");
-    assert!(cached_digests(cache.path(), "cat").is_empty());
+    assert!(cached_digests(f.cache.path(), "cat").is_empty());
 }
 
 #[tokio::test]
 async fn layer_corrupted_in_registry_storage_is_rejected_as_digest_mismatch() {
-    let registry = registry().await;
-    let spec = catalog_spec(&[("a.json", "{}")]);
+    let spec = catalog_image(&[("a.json", "{}")]);
     let layer_digest = spec.layers[0].digest();
-    pusher(&registry)
-        .push_image(&registry.image("catalogs/bad:v1"), &spec)
-        .await
-        .unwrap();
-    let blob = registry.blob_data_path(&layer_digest);
+    let f = ImageFixture::image("catalogs/bad:v1", &spec).await;
+    let blob = f.registry.blob_data_path(&layer_digest);
     let mut bytes = fs::read(&blob).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     fs::write(&blob, &bytes).unwrap();
 
-    let cache = tempfile::tempdir().unwrap();
-    let err = puller(&registry, cache.path())
-        .pull(
-            "cat",
-            &registry.image("catalogs/bad:v1"),
-            ExtractFilter::CatalogConfigs,
-        )
+    let err = f
+        .puller()
+        .pull("cat", &f.reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
     match &err.kind {
@@ -339,13 +288,13 @@ async fn layer_corrupted_in_registry_storage_is_rejected_as_digest_mismatch() {
         }
         other => panic!("expected a digest mismatch, got {other}"),
     }
-    assert!(err.is_retryable());
+    assert!(!err.is_terminal());
     assert!(
-        cached_digests(cache.path(), "cat").is_empty(),
+        cached_digests(f.cache.path(), "cat").is_empty(),
         "nothing is cached"
     );
     assert_eq!(
-        fs::read_dir(cache.path().join("cat")).unwrap().count(),
+        fs::read_dir(f.cache.path().join("cat")).unwrap().count(),
         0,
         "staging was removed"
     );
@@ -484,33 +433,25 @@ async fn hostile_layers_are_rejected_and_nothing_is_written_outside_the_cache() 
 
 #[tokio::test]
 async fn registry_outage_is_retryable_and_the_pull_succeeds_after_restart() {
-    let mut registry = registry().await;
-    pusher(&registry)
-        .push_image(
-            &registry.image("catalogs/test:v1"),
-            &catalog_spec(&[("a.json", "{}")]),
-        )
-        .await
-        .unwrap();
-    let reference = registry.image("catalogs/test:v1");
-    let cache = tempfile::tempdir().unwrap();
-    let puller = puller(&registry, cache.path());
+    let mut f = test_catalog().await;
+    let reference = f.reference.clone();
+    let puller = f.puller();
 
-    registry.shut_down().await;
+    f.registry.shut_down().await;
     let err = puller
         .pull("cat", &reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
-    assert!(err.is_retryable());
+    assert!(!err.is_terminal());
     assert_eq!(
         err.sanitize(),
         format!(
             "failed to pull image {reference:?}: failed to reach registry {}: connection refused",
-            registry.host()
+            f.registry.host()
         )
     );
 
-    registry.restart().await.unwrap();
+    f.registry.restart().await.unwrap();
     let unpacked = puller
         .pull("cat", &reference, ExtractFilter::CatalogConfigs)
         .await
@@ -520,36 +461,30 @@ async fn registry_outage_is_retryable_and_the_pull_succeeds_after_restart() {
 
 #[tokio::test]
 async fn retagged_image_is_pulled_as_a_new_digest_and_the_old_one_is_removed() {
-    let registry = registry().await;
-    let pusher = pusher(&registry);
-    let reference = registry.image("catalogs/test:latest");
-    let old = pusher
-        .push_image(&reference, &catalog_spec(&[("v1.json", "{}")]))
-        .await
-        .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let puller = puller(&registry, cache.path());
+    let f = ImageFixture::catalog("catalogs/test:latest", &[("v1.json", "{}")]).await;
+    let (reference, old) = (&f.reference, &f.pushed);
+    let puller = f.puller();
     let first = puller
-        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .pull("cat", reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
     assert_eq!(first.digest, old.digest);
 
-    let new = pusher
-        .push_image(&reference, &catalog_spec(&[("v2.json", "{}")]))
+    let new = pusher(&f.registry)
+        .push_image(reference, &catalog_image(&[("v2.json", "{}")]))
         .await
         .unwrap();
     assert_ne!(new.digest, old.digest);
-    assert_eq!(puller.resolve_digest(&reference).await.unwrap(), new.digest);
+    assert_eq!(puller.resolve_digest(reference).await.unwrap(), new.digest);
     let second = puller
-        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+        .pull("cat", reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
     assert!(second.fresh);
     assert_eq!(second.digest, new.digest);
     assert!(second.content_dir.join("v2.json").exists());
     assert_eq!(
-        cached_digests(cache.path(), "cat"),
+        cached_digests(f.cache.path(), "cat"),
         vec![new.digest.clone()],
         "old digest collected"
     );
@@ -564,21 +499,17 @@ async fn registry_with_auth_rejects_anonymous_pulls_and_accepts_the_pull_secret(
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    let pushed = pusher(&registry)
-        .push_image(
-            &registry.image("private/cat:v1"),
-            &catalog_spec(&[("a.json", "{}")]),
-        )
-        .await
-        .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let reference = registry.image("private/cat:v1");
+    let f = ImageFixture::on(
+        registry,
+        "private/cat:v1",
+        &catalog_image(&[("a.json", "{}")]),
+    )
+    .await;
+    let (registry, reference) = (&f.registry, &f.reference);
 
-    let mut anonymous = registry.puller_config(cache.path());
-    anonymous.auth = None;
-    let err = Puller::new(anonymous)
-        .unwrap()
-        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+    let err = f
+        .puller_with(|c| c.auth = None)
+        .pull("cat", reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
     assert_eq!(
@@ -589,17 +520,15 @@ async fn registry_with_auth_rejects_anonymous_pulls_and_accepts_the_pull_secret(
         )
     );
     assert!(
-        err.is_retryable(),
+        !err.is_terminal(),
         "fixing the pull secret needs no spec change"
     );
 
-    let mut wrong = registry.puller_config(cache.path());
     let mut bad_secret = DockerConfig::default();
     bad_secret.insert(&registry.host(), "olm", "wrong");
-    wrong.auth = Some(bad_secret);
-    let err = Puller::new(wrong)
-        .unwrap()
-        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+    let err = f
+        .puller_with(|c| c.auth = Some(bad_secret))
+        .pull("cat", reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
     assert!(
@@ -617,14 +546,13 @@ async fn registry_with_auth_rejects_anonymous_pulls_and_accepts_the_pull_secret(
         r#"{{"auths":{{"{}":{{"username":"olm","password":"s3cret"}}}}}}"#,
         registry.host()
     );
-    let mut with_secret = registry.puller_config(cache.path());
-    with_secret.auth = Some(DockerConfig::from_json(secret.as_bytes()).unwrap());
-    let unpacked = Puller::new(with_secret)
-        .unwrap()
-        .pull("cat", &reference, ExtractFilter::CatalogConfigs)
+    let with_secret = DockerConfig::from_json(secret.as_bytes()).unwrap();
+    let unpacked = f
+        .puller_with(|c| c.auth = Some(with_secret))
+        .pull("cat", reference, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
-    assert_eq!(unpacked.digest, pushed.digest);
+    assert_eq!(unpacked.digest, f.pushed.digest);
 }
 
 #[tokio::test]
@@ -635,20 +563,16 @@ async fn tls_registry_is_trusted_only_with_its_ca_bundle() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    let pushed = pusher(&registry)
-        .push_image(
-            &registry.image("secure/cat:v1"),
-            &catalog_spec(&[("a.json", "{}")]),
-        )
-        .await
-        .unwrap();
-    let cache = tempfile::tempdir().unwrap();
+    let f = ImageFixture::on(
+        registry,
+        "secure/cat:v1",
+        &catalog_image(&[("a.json", "{}")]),
+    )
+    .await;
 
-    let mut untrusted = registry.puller_config(cache.path());
-    untrusted.extra_ca_pem = None;
-    let err = Puller::new(untrusted)
-        .unwrap()
-        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+    let err = f
+        .puller_with(|c| c.extra_ca_pem = None)
+        .pull("cat", &f.pushed.digest_ref, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
     assert!(
@@ -656,10 +580,11 @@ async fn tls_registry_is_trusted_only_with_its_ca_bundle() {
             .contains("tls certificate verification failed"),
         "{err}"
     );
-    assert!(err.is_retryable());
+    assert!(!err.is_terminal());
 
-    let unpacked = puller(&registry, cache.path())
-        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+    let unpacked = f
+        .puller()
+        .pull("cat", &f.pushed.digest_ref, ExtractFilter::CatalogConfigs)
         .await
         .unwrap();
     assert!(unpacked.content_dir.join("a.json").exists());
@@ -736,7 +661,6 @@ async fn bundle_image_is_extracted_entirely_with_its_labels() {
 
 #[tokio::test]
 async fn layer_with_a_non_tar_media_type_is_rejected() {
-    let registry = registry().await;
     let spec = ImageSpec {
         layers: vec![Layer::raw(
             "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
@@ -745,13 +669,10 @@ async fn layer_with_a_non_tar_media_type_is_rejected() {
         labels: catalog_labels("/configs"),
         platform: Platform::default(),
     };
-    let pushed: PushedImage = pusher(&registry)
-        .push_image(&registry.image("charts/x:v1"), &spec)
-        .await
-        .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let err = puller(&registry, cache.path())
-        .pull("cat", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
+    let f = ImageFixture::image("charts/x:v1", &spec).await;
+    let err = f
+        .puller()
+        .pull("cat", &f.pushed.digest_ref, ExtractFilter::CatalogConfigs)
         .await
         .unwrap_err();
     assert!(
@@ -763,16 +684,9 @@ async fn layer_with_a_non_tar_media_type_is_rejected() {
 
 #[tokio::test]
 async fn missing_tag_is_retryable_but_missing_digest_is_terminal() {
-    let registry = registry().await;
-    let pushed = pusher(&registry)
-        .push_image(
-            &registry.image("catalogs/test:v1"),
-            &catalog_spec(&[("a.json", "{}")]),
-        )
-        .await
-        .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let puller = puller(&registry, cache.path());
+    let f = test_catalog().await;
+    let (registry, pushed) = (&f.registry, &f.pushed);
+    let puller = f.puller();
     let err = puller
         .pull(
             "cat",
@@ -782,7 +696,7 @@ async fn missing_tag_is_retryable_but_missing_digest_is_terminal() {
         .await
         .unwrap_err();
     assert!(matches!(err.kind, ImageErrorKind::NotFound { .. }), "{err}");
-    assert!(err.is_retryable());
+    assert!(!err.is_terminal());
     let absent = format!(
         "{}/catalogs/test@sha256:{}",
         registry.host(),
@@ -799,16 +713,9 @@ async fn missing_tag_is_retryable_but_missing_digest_is_terminal() {
 
 #[tokio::test]
 async fn deleting_an_owner_removes_its_cache_only() {
-    let registry = registry().await;
-    let pushed = pusher(&registry)
-        .push_image(
-            &registry.image("catalogs/test:v1"),
-            &catalog_spec(&[("a.json", "{}")]),
-        )
-        .await
-        .unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let puller = puller(&registry, cache.path());
+    let f = test_catalog().await;
+    let (cache, pushed) = (&f.cache, &f.pushed);
+    let puller = f.puller();
     for owner in ["one", "two"] {
         puller
             .pull(owner, &pushed.digest_ref, ExtractFilter::CatalogConfigs)
@@ -856,7 +763,7 @@ fn registry_started_on_a_thread_that_has_exited_keeps_serving() {
         let pushed = pusher(&registry)
             .push_image(
                 &registry.image("catalogs/test:v1"),
-                &catalog_spec(&[("a.json", "{}")]),
+                &catalog_image(&[("a.json", "{}")]),
             )
             .await
             .unwrap();

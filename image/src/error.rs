@@ -1,9 +1,12 @@
 //! The error of a pull (or digest resolution): what went wrong, for which reference, and whether
-//! retrying can help. Messages are stable (no socket addresses or timings), so they can go into
-//! status conditions as they are. No IO.
+//! retrying can help ([`ConditionError`]). Messages are stable (no socket addresses or timings), so
+//! they can go into status conditions as they are. No IO.
 
 use std::io;
 use std::path::PathBuf;
+
+use olm_api::condition_error::ConditionError;
+use olm_api::v1::ConditionReason;
 
 use crate::extract::ExtractError;
 use crate::labels::CATALOG_CONFIGS_LABEL;
@@ -30,6 +33,24 @@ impl ImageError {
         }
     }
 
+    /// The message for a status condition. `Display` is already free of ephemeral details
+    /// (addresses, ports of the local side, timings); this is the same text.
+    pub fn sanitize(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// Pull failures as conditions: `Blocked` when terminal, `Retrying` otherwise (catalogd's
+/// `Progressing`; the ClusterExtension controller's bundle pulls the same).
+impl ConditionError for ImageError {
+    fn reason(&self) -> ConditionReason {
+        if self.is_terminal() {
+            ConditionReason::Blocked
+        } else {
+            ConditionReason::Retrying
+        }
+    }
+
     /// True when retrying cannot succeed until the reference (the spec) changes.
     ///
     /// | failure                                                      | terminal            |
@@ -42,7 +63,7 @@ impl ImageError {
     /// Content found under a tag is not terminal: the tag may be re-pushed, and only a new
     /// resolution can notice (the same reasoning upstream applies to the catalog label).
     /// Credentials are never terminal: a pull secret can be fixed without touching the spec.
-    pub fn is_terminal(&self) -> bool {
+    fn is_terminal(&self) -> bool {
         use ImageErrorKind as K;
         match &self.kind {
             K::InvalidReference { .. } => true,
@@ -64,17 +85,6 @@ impl ImageError {
             | K::UnsupportedLayerMediaType { .. }
             | K::TooLarge { .. } => self.digest_pinned,
         }
-    }
-
-    /// The opposite of [`ImageError::is_terminal`]: back off and try again.
-    pub fn is_retryable(&self) -> bool {
-        !self.is_terminal()
-    }
-
-    /// The message for a status condition. `Display` is already free of ephemeral details
-    /// (addresses, ports of the local side, timings); this is the same text.
-    pub fn sanitize(&self) -> String {
-        self.to_string()
     }
 }
 
@@ -238,6 +248,59 @@ impl ImageErrorKind {
             op,
             path: path.into(),
             source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olm_api::condition_error::missing_causes;
+
+    fn error(digest_pinned: bool, kind: ImageErrorKind) -> ImageError {
+        ImageError::new("reg.io/cat:v1", digest_pinned, kind)
+    }
+
+    #[test]
+    fn terminal_pulls_show_as_blocked_and_others_as_retrying() {
+        let pinned = error(true, ImageErrorKind::MissingCatalogLabel);
+        assert!(pinned.is_terminal());
+        assert_eq!(pinned.reason(), ConditionReason::Blocked);
+        let tagged = error(false, ImageErrorKind::MissingCatalogLabel);
+        assert!(!tagged.is_terminal());
+        assert_eq!(tagged.reason(), ConditionReason::Retrying);
+    }
+
+    #[test]
+    fn condition_messages_contain_their_causes() {
+        let errors = [
+            error(
+                false,
+                ImageErrorKind::cache(
+                    "create",
+                    "/cache/x",
+                    io::Error::new(io::ErrorKind::StorageFull, "no space left on device"),
+                ),
+            ),
+            error(
+                true,
+                ImageErrorKind::Extract(ExtractError {
+                    layer_digest: "sha256:1".into(),
+                    entry: "a/../b".into(),
+                    kind: crate::ExtractErrorKind::PathTraversal,
+                }),
+            ),
+            error(
+                false,
+                ImageErrorKind::Unreachable {
+                    registry: "reg.io".into(),
+                    reason: "connection refused".into(),
+                },
+            ),
+        ];
+        for e in &errors {
+            assert!(missing_causes(e).is_empty(), "{e}: {:?}", missing_causes(e));
+            assert_eq!(e.condition_message(), e.to_string());
         }
     }
 }

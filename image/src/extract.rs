@@ -487,11 +487,24 @@ impl Extractor {
         path: &Path,
         layer: &mut LayerState,
     ) -> Result<(), ExtractErrorKind> {
-        let Some(parent) = path.parent() else {
-            return Ok(());
-        };
+        self.walk_parent_dirs(path, Some(layer))
+    }
+
+    /// Ok when every parent of `path` exists as a real directory (no symlink on the way).
+    fn real_parent_dirs(&self, path: &Path) -> Result<(), ExtractErrorKind> {
+        self.walk_parent_dirs(path, None)
+    }
+
+    /// Checks each ancestor of `path`, from the root down: it must be a real directory, never a
+    /// symlink (the entry would land outside what the tree shows) or a file. A missing ancestor is
+    /// created when `create` holds the layer to record it in, and an error otherwise.
+    fn walk_parent_dirs(
+        &self,
+        path: &Path,
+        mut create: Option<&mut LayerState>,
+    ) -> Result<(), ExtractErrorKind> {
         let mut current = PathBuf::new();
-        for component in parent.iter() {
+        for component in path.parent().unwrap_or(Path::new("")).iter() {
             current.push(component);
             let full = self.root.join(&current);
             match fs::symlink_metadata(&full) {
@@ -506,34 +519,14 @@ impl Extractor {
                         ancestor: current.to_string_lossy().into_owned(),
                     });
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    create_dir(&full)?;
-                    set_mode(&full, 0o755)?;
-                    layer.record(&current);
-                }
-                Err(source) => return Err(io_err("inspect directory", source)),
-            }
-        }
-        Ok(())
-    }
-
-    /// Ok when every parent of `path` exists as a real directory (no symlink on the way).
-    fn real_parent_dirs(&self, path: &Path) -> Result<(), ExtractErrorKind> {
-        let mut current = PathBuf::new();
-        for component in path.parent().unwrap_or(Path::new("")).iter() {
-            current.push(component);
-            match fs::symlink_metadata(self.root.join(&current)) {
-                Ok(meta) if meta.is_dir() => {}
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(ExtractErrorKind::ThroughSymlink {
-                        ancestor: current.to_string_lossy().into_owned(),
-                    });
-                }
-                Ok(_) => {
-                    return Err(ExtractErrorKind::NotADirectory {
-                        ancestor: current.to_string_lossy().into_owned(),
-                    });
-                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => match create.as_deref_mut() {
+                    Some(layer) => {
+                        create_dir(&full)?;
+                        set_mode(&full, 0o755)?;
+                        layer.record(&current);
+                    }
+                    None => return Err(io_err("inspect directory", e)),
+                },
                 Err(source) => return Err(io_err("inspect directory", source)),
             }
         }
@@ -550,16 +543,8 @@ impl Extractor {
 
     /// `.wh.NAME`: removes NAME as left by lower layers (content this layer wrote is kept).
     fn whiteout(&mut self, target: &Path, layer: &LayerState) -> Result<(), ExtractErrorKind> {
-        match self.real_parent_dirs(target) {
-            Ok(()) => {}
-            // Nothing of ours can live below a missing or non-directory parent.
-            Err(ExtractErrorKind::Io { source, .. })
-                if source.kind() == io::ErrorKind::NotFound =>
-            {
-                return Ok(());
-            }
-            Err(ExtractErrorKind::NotADirectory { .. }) => return Ok(()),
-            Err(e) => return Err(e),
+        if !self.lower_content_possible(target)? {
+            return Ok(());
         }
         if layer.created.contains(target) && !layer.touched_dirs.contains(target) {
             return Ok(());
@@ -577,19 +562,26 @@ impl Extractor {
 
     /// `.wh..wh..opq` in `dir`: hides everything lower layers put in `dir`.
     fn opaque_whiteout(&mut self, dir: &Path, layer: &LayerState) -> Result<(), ExtractErrorKind> {
-        if !dir.as_os_str().is_empty() {
-            match self.real_parent_dirs(&dir.join("x")) {
-                Ok(()) => {}
-                Err(ExtractErrorKind::Io { source, .. })
-                    if source.kind() == io::ErrorKind::NotFound =>
-                {
-                    return Ok(());
-                }
-                Err(ExtractErrorKind::NotADirectory { .. }) => return Ok(()),
-                Err(e) => return Err(e),
-            }
+        if !dir.as_os_str().is_empty() && !self.lower_content_possible(&dir.join("x"))? {
+            return Ok(());
         }
         self.purge_lower_content(dir, layer)
+    }
+
+    /// Whether anything can exist at `path` for a whiteout to hide: false below a missing or
+    /// non-directory parent; an error when a parent is a symlink (the whiteout would reach
+    /// through it) or cannot be inspected.
+    fn lower_content_possible(&self, path: &Path) -> Result<bool, ExtractErrorKind> {
+        match self.real_parent_dirs(path) {
+            Ok(()) => Ok(true),
+            Err(ExtractErrorKind::Io { source, .. })
+                if source.kind() == io::ErrorKind::NotFound =>
+            {
+                Ok(false)
+            }
+            Err(ExtractErrorKind::NotADirectory { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Removes children of `dir` that the current layer did not write, descending into

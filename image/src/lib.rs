@@ -21,6 +21,8 @@ pub use auth::{AuthError, Credentials, DockerConfig};
 pub use error::{ImageError, ImageErrorKind};
 pub use extract::{ExtractError, ExtractErrorKind, Limits, PathFilter};
 pub use manifest::Platform;
+/// The trait giving [`ImageError`] its condition reason and whether it is terminal.
+pub use olm_api::condition_error::ConditionError;
 pub use pull::{ExtractFilter, Puller, PullerConfig, Unpacked};
 pub use reference::ImageRef;
 pub use registry_client::ConnectionError;

@@ -3,7 +3,7 @@
 //! - [`resolve`]: the pure resolver, re-exported from `olm-operator-core` (the crate that holds
 //!   every IO-free decision).
 //! - [`catalog_source`]: a package's content from catalogd over HTTP (cached) or a directory.
-//! - [`cli`]: the `operator-controller` command line (`resolve` mode).
+//! - [`cli`]: the `operator-controller` command line; its modes are in [`cmd`] (`resolve`, `crd-upgrade-check`).
 //! - [`apply`]: writes extensions' objects to the cluster and keeps them there (server-side
 //!   apply, collisions, pruning, uninstall, impersonation, drift watches, availability).
 //! - [`storage`]: installed state (Helm release records in chunked Secrets) through the
@@ -12,5 +12,6 @@
 pub mod apply;
 pub mod catalog_source;
 pub mod cli;
+pub mod cmd;
 pub mod storage;
 pub use olm_operator_core::resolve;

@@ -2,11 +2,10 @@
 
 use std::process::ExitCode;
 
+use clap::Parser;
+
 fn main() -> ExitCode {
-    let code = operator_controller::cli::run(
-        std::env::args_os(),
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
-    );
-    ExitCode::from(code)
+    // clap exits with 2 on usage errors and 0 after --help or --version.
+    let cli = operator_controller::cli::Cli::parse();
+    operator_controller::cli::run(cli).into()
 }

@@ -4,7 +4,41 @@
 //!
 //! Conditions are kept in one place so that every controller sets them through [`set_condition`],
 //! which preserves `lastTransitionTime` while the status does not change, always records
-//! `observedGeneration`, and truncates messages to the API limit.
+//! `observedGeneration`, and truncates messages to the API limit. Errors become conditions through
+//! [`crate::condition_error::ConditionError`].
+//!
+//! Condition types (upstream's, per kind in [`ConditionType::CLUSTER_CATALOG`] and
+//! [`ConditionType::CLUSTER_EXTENSION`]):
+//!
+//! | type | kind | meaning |
+//! |---|---|---|
+//! | `Serving` | ClusterCatalog | the catalog's content is served at `status.urls.base` |
+//! | `Progressing` | both | the controller moves the object toward its spec: True/`Succeeded` when there, True/`Retrying` after a retryable error, False/`Blocked` after a terminal one |
+//! | `Installed` | ClusterExtension | a bundle is installed (`status.install` names it) |
+//! | `Deprecated` | ClusterExtension | the package, a followed channel or the installed bundle is deprecated |
+//! | `PackageDeprecated` | ClusterExtension | the catalog deprecates the package |
+//! | `ChannelDeprecated` | ClusterExtension | a channel the extension follows is deprecated |
+//! | `BundleDeprecated` | ClusterExtension | the installed bundle is deprecated |
+//!
+//! Condition reasons (per kind in [`ConditionReason::CLUSTER_CATALOG`] and
+//! [`ConditionReason::CLUSTER_EXTENSION`]):
+//!
+//! | reason | set on | meaning |
+//! |---|---|---|
+//! | `Succeeded` | `Progressing` True | the desired state is reached |
+//! | `Retrying` | `Progressing` True | an error occurred and the controller retries; the message is the error |
+//! | `Blocked` | `Progressing` False | a terminal error: only a change of the object can unblock it |
+//! | `Available` | `Serving` True | content from the resolved source is served |
+//! | `Unavailable` | `Serving` False | content is not served (upstream: while the catalog is being deleted) |
+//! | `UserSpecifiedUnavailable` | `Serving` False | `spec.availabilityMode` is `Unavailable` |
+//! | `Failed` | `Installed` False/Unknown | nothing could be installed; the message says why |
+//! | `Deprecated` | deprecation types True | the catalog deprecates it; the message is the catalog's text |
+//! | `NotDeprecated` | deprecation types False | nothing applicable is deprecated |
+//! | `DeprecationStatusUnknown` | deprecation types Unknown | no catalog data to decide |
+//! | `InvalidConfiguration` | `Progressing` False | the bundle configuration (`spec.config`) is invalid |
+//! | `Absent` | `BundleDeprecated` Unknown | no bundle is installed yet |
+//! | `ProbesSucceeded` | `Available` True (ClusterExtension) | every rendered Deployment is Available (upstream's experimental reason) |
+//! | `ProbeFailure` | `Available` False (ClusterExtension) | a rendered Deployment is not Available; the message names it |
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
@@ -62,7 +96,7 @@ impl ConditionStatus {
     }
 }
 
-/// Every condition type either controller sets.
+/// Every condition type either controller sets (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConditionType {
     // ClusterCatalog
@@ -90,6 +124,17 @@ impl ConditionType {
         }
     }
 
+    /// Every condition type.
+    pub const ALL: [ConditionType; 7] = [
+        ConditionType::Serving,
+        ConditionType::Progressing,
+        ConditionType::Installed,
+        ConditionType::Deprecated,
+        ConditionType::PackageDeprecated,
+        ConditionType::ChannelDeprecated,
+        ConditionType::BundleDeprecated,
+    ];
+
     /// The condition types a ClusterCatalog carries.
     pub const CLUSTER_CATALOG: [ConditionType; 2] =
         [ConditionType::Serving, ConditionType::Progressing];
@@ -104,7 +149,7 @@ impl ConditionType {
     ];
 }
 
-/// Every condition reason either controller sets.
+/// Every condition reason either controller sets (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConditionReason {
     // Shared
@@ -146,6 +191,51 @@ impl ConditionReason {
             ConditionReason::ProbeFailure => "ProbeFailure",
         }
     }
+
+    /// Every condition reason.
+    pub const ALL: [ConditionReason; 14] = [
+        ConditionReason::Succeeded,
+        ConditionReason::Retrying,
+        ConditionReason::Blocked,
+        ConditionReason::Available,
+        ConditionReason::Unavailable,
+        ConditionReason::UserSpecifiedUnavailable,
+        ConditionReason::Failed,
+        ConditionReason::Deprecated,
+        ConditionReason::NotDeprecated,
+        ConditionReason::DeprecationStatusUnknown,
+        ConditionReason::InvalidConfiguration,
+        ConditionReason::Absent,
+        ConditionReason::ProbesSucceeded,
+        ConditionReason::ProbeFailure,
+    ];
+
+    /// The reasons a ClusterCatalog's conditions carry (upstream catalogd's).
+    pub const CLUSTER_CATALOG: [ConditionReason; 6] = [
+        ConditionReason::Succeeded,
+        ConditionReason::Retrying,
+        ConditionReason::Blocked,
+        ConditionReason::Available,
+        ConditionReason::Unavailable,
+        ConditionReason::UserSpecifiedUnavailable,
+    ];
+
+    /// The reasons a ClusterExtension's conditions carry (upstream's `conditionsets`, without the
+    /// Boxcutter-only `RollingOut` and `ProgressDeadlineExceeded`), plus the experimental
+    /// `Available` condition's two reasons.
+    pub const CLUSTER_EXTENSION: [ConditionReason; 11] = [
+        ConditionReason::Succeeded,
+        ConditionReason::Deprecated,
+        ConditionReason::NotDeprecated,
+        ConditionReason::DeprecationStatusUnknown,
+        ConditionReason::Failed,
+        ConditionReason::Blocked,
+        ConditionReason::InvalidConfiguration,
+        ConditionReason::Retrying,
+        ConditionReason::Absent,
+        ConditionReason::ProbesSucceeded,
+        ConditionReason::ProbeFailure,
+    ];
 }
 
 /// Shortens `message` to the API limit, marking the cut. Cuts on a character boundary.
@@ -292,6 +382,158 @@ mod tests {
         };
         assert!(set(&mut conds, at(1)));
         assert!(!set(&mut conds, at(2)));
+    }
+
+    /// Vocabulary that no product code sets yet, and why. The completeness test below fails when
+    /// an entry here starts being used (take it off the list) or anything else is unused.
+    const NOT_SET_YET: &[(&str, &str)] = &[
+        (
+            "ConditionType::Installed",
+            "set by the ClusterExtension controller, not built yet",
+        ),
+        (
+            "ConditionReason::Failed",
+            "Installed reason of the ClusterExtension controller, not built yet",
+        ),
+        (
+            "ConditionReason::InvalidConfiguration",
+            "Progressing reason of the ClusterExtension controller, not built yet",
+        ),
+        (
+            "ConditionReason::Unavailable",
+            "upstream sets Serving=False/Unavailable on a ClusterCatalog being deleted, right before it disappears; catalogd skips that write",
+        ),
+    ];
+
+    /// Which variant index `ALL` holds; a new variant fails to compile here until it is listed.
+    fn type_index(t: ConditionType) -> usize {
+        match t {
+            ConditionType::Serving => 0,
+            ConditionType::Progressing => 1,
+            ConditionType::Installed => 2,
+            ConditionType::Deprecated => 3,
+            ConditionType::PackageDeprecated => 4,
+            ConditionType::ChannelDeprecated => 5,
+            ConditionType::BundleDeprecated => 6,
+        }
+    }
+
+    fn reason_index(r: ConditionReason) -> usize {
+        match r {
+            ConditionReason::Succeeded => 0,
+            ConditionReason::Retrying => 1,
+            ConditionReason::Blocked => 2,
+            ConditionReason::Available => 3,
+            ConditionReason::Unavailable => 4,
+            ConditionReason::UserSpecifiedUnavailable => 5,
+            ConditionReason::Failed => 6,
+            ConditionReason::Deprecated => 7,
+            ConditionReason::NotDeprecated => 8,
+            ConditionReason::DeprecationStatusUnknown => 9,
+            ConditionReason::InvalidConfiguration => 10,
+            ConditionReason::Absent => 11,
+            ConditionReason::ProbesSucceeded => 12,
+            ConditionReason::ProbeFailure => 13,
+        }
+    }
+
+    /// Like upstream's registration tests (`api/v1/*_types_test.go`): every type and reason is
+    /// listed, registered for a kind, and documented in this module's tables.
+    #[test]
+    fn every_condition_type_and_reason_is_registered_and_documented() {
+        let source = std::fs::read_to_string(crate_dir().join("src/v1/condition.rs"))
+            .expect("read condition.rs");
+        for (i, t) in ConditionType::ALL.iter().enumerate() {
+            assert_eq!(type_index(*t), i, "{t:?}");
+            assert!(
+                ConditionType::CLUSTER_CATALOG.contains(t)
+                    || ConditionType::CLUSTER_EXTENSION.contains(t),
+                "{t:?} belongs to no kind"
+            );
+            assert!(
+                source.contains(&format!("//! | `{}` | ", t.as_str())),
+                "{t:?} is missing from the type table"
+            );
+        }
+        for (i, r) in ConditionReason::ALL.iter().enumerate() {
+            assert_eq!(reason_index(*r), i, "{r:?}");
+            assert!(
+                ConditionReason::CLUSTER_CATALOG.contains(r)
+                    || ConditionReason::CLUSTER_EXTENSION.contains(r),
+                "{r:?} belongs to no kind"
+            );
+            assert!(
+                source.contains(&format!("//! | `{}` | ", r.as_str())),
+                "{r:?} is missing from the reason table"
+            );
+        }
+    }
+
+    /// Every type and reason is set by product code somewhere in the workspace (test code does not
+    /// count), except the ones listed in [`NOT_SET_YET`], which must indeed be unused.
+    #[test]
+    fn every_condition_type_and_reason_is_used_by_product_code() {
+        let mut product = String::new();
+        let root = crate_dir().join("..");
+        let mut files = 0;
+        for dir in ["api", "image", "runtime", "catalogd", "operator-controller"] {
+            files += collect_product_code(&root.join(dir), &mut product);
+        }
+        assert!(files > 50, "the scan found only {files} source files");
+        let names = ConditionType::ALL
+            .iter()
+            .map(|t| format!("ConditionType::{t:?}"))
+            .chain(
+                ConditionReason::ALL
+                    .iter()
+                    .map(|r| format!("ConditionReason::{r:?}")),
+            );
+        let mut problems = Vec::new();
+        for name in names {
+            let used = product.contains(&name);
+            let reserved = NOT_SET_YET.iter().any(|(n, _)| *n == name);
+            match (used, reserved) {
+                (false, false) => problems.push(format!("{name} is set nowhere")),
+                (true, true) => {
+                    problems.push(format!("{name} is used now: take it off NOT_SET_YET"))
+                }
+                _ => {}
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    fn crate_dir() -> std::path::PathBuf {
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("set by cargo")
+            .into()
+    }
+
+    /// Appends the non-test Rust code under `dir`: no `tests/` or `benches/` trees, no test
+    /// files, and each file cut at its `#[cfg(test)]` module; this file's own definitions excluded.
+    fn collect_product_code(dir: &std::path::Path, out: &mut String) -> usize {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut files = 0;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !matches!(name.as_str(), "tests" | "benches" | "examples" | "target") {
+                    files += collect_product_code(&path, out);
+                }
+                continue;
+            }
+            let is_test_file = name == "tests.rs" || name.ends_with("_tests.rs");
+            if !name.ends_with(".rs") || is_test_file || path.ends_with("src/v1/condition.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read source");
+            out.push_str(text.split("#[cfg(test)]").next().unwrap_or_default());
+            files += 1;
+        }
+        files
     }
 
     #[test]

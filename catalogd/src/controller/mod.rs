@@ -1,7 +1,7 @@
-//! The ClusterCatalog controller: decisions in [`plan`], IO in [`reconcile`], background sweeps in
-//! [`gc`], and the global pull secret in [`pull_secret`].
+//! The ClusterCatalog controller: decisions in [`plan`], IO in [`reconcile`], step errors in
+//! [`error`], background sweeps in [`gc`].
 
+pub mod error;
 pub mod gc;
 pub mod plan;
-pub mod pull_secret;
 pub mod reconcile;

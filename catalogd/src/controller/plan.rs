@@ -22,6 +22,7 @@
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use olm_api::condition_error::ConditionError;
 use olm_api::v1::{
     AvailabilityMode, ClusterCatalog, ClusterCatalogStatus, ClusterCatalogUrls, ConditionReason,
     ConditionStatus, ConditionType, DELETE_SERVER_CACHE_FINALIZER, ResolvedCatalogSource,
@@ -217,12 +218,46 @@ pub fn error_status(
     terminal: bool,
     now: Time,
 ) -> ClusterCatalogStatus {
+    let reason = if terminal {
+        ConditionReason::Blocked
+    } else {
+        ConditionReason::Retrying
+    };
+    progressing_failure(previous, generation, reason, terminal, message, now)
+}
+
+/// [`error_status`] for a step error: its condition message and reason, `Progressing` False when
+/// it is terminal and True otherwise.
+pub fn failure_status(
+    previous: &ClusterCatalogStatus,
+    generation: Option<i64>,
+    error: &dyn ConditionError,
+    now: Time,
+) -> ClusterCatalogStatus {
+    progressing_failure(
+        previous,
+        generation,
+        error.reason(),
+        error.is_terminal(),
+        &error.condition_message(),
+        now,
+    )
+}
+
+fn progressing_failure(
+    previous: &ClusterCatalogStatus,
+    generation: Option<i64>,
+    reason: ConditionReason,
+    terminal: bool,
+    message: &str,
+    now: Time,
+) -> ClusterCatalogStatus {
     let mut status = previous.clone();
     keep_known_conditions(&mut status);
-    let (state, reason) = if terminal {
-        (ConditionStatus::False, ConditionReason::Blocked)
+    let state = if terminal {
+        ConditionStatus::False
     } else {
-        (ConditionStatus::True, ConditionReason::Retrying)
+        ConditionStatus::True
     };
     set_condition(
         &mut status.conditions,

@@ -1,28 +1,49 @@
-//! The ClusterCatalog reconcile: reads the catalog and local state, runs [`plan`](super::plan),
-//! then pulls, stores, deletes and (when leading) writes status, labels and the finalizer.
+//! The ClusterCatalog reconcile, in five stages with IO only at the ends:
 //!
-//! Input: a ClusterCatalog from the watch cache. Output: an [`Action`]. Network: the Kubernetes
-//! API (status and metadata writes, leader only) and image registries (through the puller).
+//! | stage | what | IO |
+//! |---|---|---|
+//! | read | the catalog (from the watch cache), the digest this replica serves, when it last resolved the reference | local disk |
+//! | plan | [`plan::plan`]: remove, unpack or nothing ([`Plan`]) | none |
+//! | execute | leader prerequisites (name label, finalizer), then pull and store, or remove local content ([`Executed`]) | API server (leader), registry, disk |
+//! | outcome | [`outcome`]: the status to publish and whether the finalizer goes | none |
+//! | status | at most one status write (only when it changed), then the finalizer removal | API server (leader) |
+//!
+//! Leadership is a [`Publisher`]: the replica holding the Lease has one and writes status, labels
+//! and finalizers; the others have none and only unpack and serve. A failed pull or store is
+//! written into `Progressing` and then returned, so the error policy backs off (retryable) or
+//! waits for a change (terminal).
+//!
+//! Input: a ClusterCatalog from the watch cache. Output: an [`Action`] or a [`ReconcileError`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
+use olm_api::condition_error::ConditionError;
 use olm_api::v1::{
     ClusterCatalog, ClusterCatalogStatus, DELETE_SERVER_CACHE_FINALIZER, METADATA_NAME_LABEL,
 };
-use olm_image::{ExtractFilter, ImageErrorKind, Puller};
+use olm_image::{ExtractFilter, Puller};
+use olm_runtime::backoff::Backoff;
+use olm_runtime::status::StatusWriter;
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::error::{CleanupError, PublishError, SourceError, StoreError};
 use super::plan::{self, Local, Plan};
 use crate::ingest::ingest_dir;
 use crate::metrics::Metrics;
 use crate::storage::Storage;
+
+pub use super::error::ReconcileError;
+
+/// Retryable failures back off from 1 s, doubling, to at most 5 minutes (with jitter).
+const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+const BACKOFF_CAP: Duration = Duration::from_secs(300);
 
 /// Everything a reconcile needs; shared by all reconciles.
 pub struct Context {
@@ -38,7 +59,7 @@ pub struct Context {
     pub poll_unit: Duration,
     pub metrics: Metrics,
     last_poll: Mutex<HashMap<String, SystemTime>>,
-    failures: Mutex<HashMap<String, u32>>,
+    backoff: Backoff,
 }
 
 impl Context {
@@ -63,7 +84,7 @@ impl Context {
             poll_unit,
             metrics,
             last_poll: Mutex::new(HashMap::new()),
-            failures: Mutex::new(HashMap::new()),
+            backoff: Backoff::new(BACKOFF_INITIAL, BACKOFF_CAP),
         }
     }
 
@@ -76,6 +97,11 @@ impl Context {
 
     pub fn set_puller(&self, puller: Arc<Puller>) {
         *self.puller.write().unwrap_or_else(|p| p.into_inner()) = puller;
+    }
+
+    /// The leader's writer; `None` on a replica that does not lead.
+    fn publisher(&self) -> Option<Publisher> {
+        (*self.leader.borrow()).then(|| Publisher::new(self.client.clone()))
     }
 
     fn last_poll(&self, name: &str) -> Option<SystemTime> {
@@ -98,24 +124,7 @@ impl Context {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
-        self.failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
-    }
-
-    fn note_failure(&self, name: &str) -> u32 {
-        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let n = f.entry(name.to_string()).or_default();
-        *n = n.saturating_add(1);
-        *n
-    }
-
-    fn note_success(&self, name: &str) {
-        self.failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
+        self.backoff.reset(name);
     }
 
     fn update_served_gauge(&self) {
@@ -125,33 +134,12 @@ impl Context {
     }
 }
 
-/// Why a reconcile failed; each knows whether retrying can help.
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    #[error("{message}")]
-    Unpack { message: String, terminal: bool },
-    #[error("failed to update ClusterCatalog {name}: {source}")]
-    Kube {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("failed to remove content of catalog {name}: {message}")]
-    Cleanup { name: String, message: String },
-}
-
-impl ReconcileError {
-    fn is_terminal(&self) -> bool {
-        matches!(self, ReconcileError::Unpack { terminal: true, .. })
-    }
-}
-
 /// Reconciles one ClusterCatalog.
 pub async fn reconcile(
     catalog: Arc<ClusterCatalog>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
-    let result = reconcile_inner(&catalog, &ctx).await;
+    let result = reconcile_catalog(&catalog, &ctx).await;
     let outcome = match &result {
         Ok(_) => "success",
         Err(e) if e.is_terminal() => "terminal",
@@ -159,94 +147,181 @@ pub async fn reconcile(
     };
     ctx.metrics.count_reconcile(outcome);
     if result.is_ok() {
-        ctx.note_success(&catalog.name_any());
+        ctx.backoff.reset(&catalog.name_any());
     }
     result
 }
 
-/// Backoff after failures: terminal errors wait for a spec change; others retry after
-/// 1 s, 2 s, 4 s, … up to 5 minutes.
+/// After a failure: terminal errors wait for a change of the catalog; others retry with
+/// per-catalog capped exponential backoff (1 s doubling to 5 minutes, with jitter). A write that
+/// lost a race with another change (the watch cache was behind) is routine: logged at debug.
 pub fn error_policy(
     catalog: Arc<ClusterCatalog>,
     error: &ReconcileError,
     ctx: Arc<Context>,
 ) -> Action {
     let name = catalog.name_any();
-    tracing::warn!(catalog = %name, error = %error, "reconcile failed");
+    if error.is_conflict() {
+        tracing::debug!(catalog = %name, error = %error, "catalog changed while reconciling; retrying with the new version");
+    } else {
+        tracing::warn!(catalog = %name, error = %error, "reconcile failed");
+    }
     if error.is_terminal() {
         return Action::await_change();
     }
-    let failures = ctx.note_failure(&name);
-    Action::requeue(backoff(failures))
+    Action::requeue(ctx.backoff.failed(&name))
 }
 
-/// Exponential backoff with a cap; `failures` counts from 1.
-pub fn backoff(failures: u32) -> Duration {
-    const CAP: Duration = Duration::from_secs(300);
-    let exp = failures.saturating_sub(1).min(16);
-    Duration::from_secs(1u64 << exp).min(CAP)
-}
-
-async fn reconcile_inner(
+async fn reconcile_catalog(
     catalog: &ClusterCatalog,
     ctx: &Context,
 ) -> Result<Action, ReconcileError> {
+    // Read.
     let name = catalog.name_any();
-    let leader = *ctx.leader.borrow();
-    let now = SystemTime::now();
     let served = ctx
         .storage
         .get(&name)
-        .map_err(|e| ReconcileError::Cleanup {
+        .map_err(|source| CleanupError::Storage {
             name: name.clone(),
-            message: e.to_string(),
+            source,
         })?
         .map(|s| s.digest().to_string());
     let local = Local {
         served_digest_ref: served,
         last_poll: ctx.last_poll(&name),
     };
-    let api: Api<ClusterCatalog> = Api::all(ctx.client.clone());
+    let publisher = ctx.publisher();
 
-    if leader && catalog.metadata.deletion_timestamp.is_none() {
-        ensure_name_label(&api, catalog).await?;
+    // Plan.
+    let plan = plan::plan(
+        catalog,
+        &local,
+        SystemTime::now(),
+        publisher.is_some(),
+        ctx.poll_unit,
+    );
+
+    // Execute.
+    let current = match &publisher {
+        Some(p) => p.prepare(catalog, &plan).await?,
+        None => catalog.clone(),
+    };
+    let executed = execute(&plan, catalog, ctx).await?;
+
+    // Outcome, then status.
+    if let Some(publisher) = &publisher {
+        let base_url = plan::base_url(&ctx.external_address, ctx.tls, &name);
+        let outcome = outcome(catalog, &executed, &base_url, now_time());
+        publisher.publish(&current, &outcome).await?;
     }
-
-    match plan::plan(catalog, &local, now, leader, ctx.poll_unit) {
-        Plan::Remove { unavailable } => {
-            remove_content(ctx, &name).await?;
-            if leader {
-                if unavailable {
-                    let previous = catalog.status.clone().unwrap_or_default();
-                    let status = plan::unavailable_status(
-                        &previous,
-                        catalog.metadata.generation,
-                        now_time(),
-                    );
-                    write_status(&api, catalog, &previous, status).await?;
-                }
-                remove_finalizer(&api, catalog).await?;
-            }
-            Ok(Action::await_change())
-        }
-        Plan::Unpack { reference } => {
-            if leader {
-                add_finalizer(&api, catalog).await?;
-            }
-            unpack(catalog, ctx, &api, &reference, leader).await?;
-            Ok(requeue_after_poll(catalog, ctx, leader))
-        }
-        Plan::UpToDate => {
-            if leader {
-                add_finalizer(&api, catalog).await?;
-            }
-            Ok(requeue_after_poll(catalog, ctx, leader))
+    match executed {
+        Executed::Removed { .. } => Ok(Action::await_change()),
+        Executed::Failed(error) => Err(error),
+        Executed::Stored { .. } | Executed::UpToDate => {
+            Ok(requeue_after_poll(catalog, ctx, publisher.is_some()))
         }
     }
 }
 
-fn requeue_after_poll(catalog: &ClusterCatalog, ctx: &Context, leader: bool) -> Action {
-    if !leader {
+/// What executing a [`Plan`] did to this replica's content.
+#[derive(Debug)]
+pub enum Executed {
+    /// Local content removed (the catalog is being deleted, or made unavailable).
+    Removed { unavailable: bool },
+    /// Content of `digest_ref` stored (or already stored), unpacked at `unpacked_at`.
+    Stored {
+        digest_ref: String,
+        unpacked_at: SystemTime,
+    },
+    /// Nothing needed fetching.
+    UpToDate,
+    /// The pull or the store failed; the error is reported in status, then returned.
+    Failed(ReconcileError),
+}
+
+/// Pulls and stores, or removes, this replica's content. Errors that cannot be reported in status
+/// (local content that cannot be removed) end the reconcile here.
+async fn execute(
+    plan: &Plan,
+    catalog: &ClusterCatalog,
+    ctx: &Context,
+) -> Result<Executed, ReconcileError> {
+    let name = catalog.name_any();
+    match plan {
+        Plan::Remove { unavailable } => {
+            remove_content(ctx, &name).await?;
+            Ok(Executed::Removed {
+                unavailable: *unavailable,
+            })
+        }
+        Plan::Unpack { reference } => Ok(match unpack(ctx, &name, reference).await {
+            Ok(stored) => stored,
+            Err(error) => Executed::Failed(error),
+        }),
+        Plan::UpToDate => Ok(Executed::UpToDate),
+    }
+}
+
+/// What the leader publishes after execution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The status to write (when it differs from the one read); `None` leaves status alone.
+    pub status: Option<ClusterCatalogStatus>,
+    /// Whether the finalizer comes off after the status write.
+    pub release_finalizer: bool,
+}
+
+/// The status and finalizer change an execution leads to. Pure.
+///
+/// | executed | status | finalizer |
+/// |---|---|---|
+/// | removed, `Unavailable` | Serving False/`UserSpecifiedUnavailable`, source and URLs cleared | removed |
+/// | removed, being deleted | unchanged | removed |
+/// | stored | Serving True/`Available`, Progressing True/`Succeeded`, resolved digest, URL | kept |
+/// | up to date | unchanged | kept |
+/// | failed | Progressing from the error's condition contract; Serving unchanged | kept |
+pub fn outcome(
+    catalog: &ClusterCatalog,
+    executed: &Executed,
+    base_url: &str,
+    now: Time,
+) -> Outcome {
+    let previous = catalog.status.clone().unwrap_or_default();
+    let generation = catalog.metadata.generation;
+    let (status, release_finalizer) = match executed {
+        Executed::Removed { unavailable: true } => (
+            Some(plan::unavailable_status(&previous, generation, now)),
+            true,
+        ),
+        Executed::Removed { unavailable: false } => (None, true),
+        Executed::Stored {
+            digest_ref,
+            unpacked_at,
+        } => (
+            Some(plan::serving_status(
+                &previous,
+                generation,
+                digest_ref,
+                base_url,
+                *unpacked_at,
+                now,
+            )),
+            false,
+        ),
+        Executed::UpToDate => (None, false),
+        Executed::Failed(error) => (
+            Some(plan::failure_status(&previous, generation, error, now)),
+            false,
+        ),
+    };
+    Outcome {
+        status,
+        release_finalizer,
+    }
+}
+
+fn requeue_after_poll(catalog: &ClusterCatalog, ctx: &Context, leading: bool) -> Action {
+    if !leading {
         // Followers act on the leader's status updates, which arrive through the watch.
         return Action::await_change();
     }
@@ -263,124 +338,52 @@ fn requeue_after_poll(catalog: &ClusterCatalog, ctx: &Context, leader: bool) -> 
     }
 }
 
-async fn unpack(
-    catalog: &ClusterCatalog,
-    ctx: &Context,
-    api: &Api<ClusterCatalog>,
-    reference: &str,
-    leader: bool,
-) -> Result<(), ReconcileError> {
-    let name = catalog.name_any();
-    let previous = catalog.status.clone().unwrap_or_default();
-    let generation = catalog.metadata.generation;
+/// Pulls `reference` and stores its content as the catalog's.
+async fn unpack(ctx: &Context, name: &str, reference: &str) -> Result<Executed, ReconcileError> {
     let started = Instant::now();
-    let puller = ctx.puller();
-    let unpacked = match puller
-        .pull(&name, reference, ExtractFilter::CatalogConfigs)
+    let unpacked = ctx
+        .puller()
+        .pull(name, reference, ExtractFilter::CatalogConfigs)
         .await
-    {
-        Ok(u) => u,
-        Err(e) => {
-            // Upstream reports a missing label in its own words; other failures name the image.
-            let detail = match e.kind {
-                ImageErrorKind::MissingCatalogLabel => e.kind.to_string(),
-                _ => e.sanitize(),
-            };
-            let message = format!("source catalog content: {detail}");
-            return fail(api, catalog, &previous, leader, message, e.is_terminal()).await;
-        }
-    };
-    ctx.record_poll(&name, SystemTime::now());
+        .map_err(SourceError)?;
+    ctx.record_poll(name, SystemTime::now());
 
     let stored = {
         let (storage, name, digest_ref, dir) = (
             ctx.storage.clone(),
-            name.clone(),
+            name.to_string(),
             unpacked.digest_ref.clone(),
             unpacked.content_dir.clone(),
         );
-        tokio::task::spawn_blocking(move || ingest_dir(&storage, &name, &digest_ref, &dir)).await
-    };
-    let stored = match stored {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            return fail(
-                api,
-                catalog,
-                &previous,
-                leader,
-                format!("error storing fbc: {e}"),
-                false,
-            )
-            .await;
-        }
-        Err(e) => {
-            return fail(
-                api,
-                catalog,
-                &previous,
-                leader,
-                format!("error storing fbc: {e}"),
-                false,
-            )
-            .await;
-        }
+        tokio::task::spawn_blocking(move || ingest_dir(&storage, &name, &digest_ref, &dir))
+            .await
+            .map_err(StoreError::Task)?
+            .map_err(StoreError::Ingest)?
     };
     if unpacked.fresh {
         ctx.metrics
-            .observe_unpack(&name, started.elapsed().as_secs_f64(), stored.len());
+            .observe_unpack(name, started.elapsed().as_secs_f64(), stored.len());
     }
     ctx.update_served_gauge();
-    if leader {
-        let base = plan::base_url(&ctx.external_address, ctx.tls, &name);
-        let status = plan::serving_status(
-            &previous,
-            generation,
-            &unpacked.digest_ref,
-            &base,
-            unpacked.unpacked_at,
-            now_time(),
-        );
-        write_status(api, catalog, &previous, status).await?;
-    }
-    Ok(())
+    Ok(Executed::Stored {
+        digest_ref: unpacked.digest_ref,
+        unpacked_at: unpacked.unpacked_at,
+    })
 }
 
-/// Reports a failed unpack in status (leader) and returns the error for the backoff.
-async fn fail(
-    api: &Api<ClusterCatalog>,
-    catalog: &ClusterCatalog,
-    previous: &ClusterCatalogStatus,
-    leader: bool,
-    message: String,
-    terminal: bool,
-) -> Result<(), ReconcileError> {
-    if leader {
-        let status = plan::error_status(
-            previous,
-            catalog.metadata.generation,
-            &message,
-            terminal,
-            now_time(),
-        );
-        write_status(api, catalog, previous, status).await?;
-    }
-    Err(ReconcileError::Unpack { message, terminal })
-}
-
-async fn remove_content(ctx: &Context, name: &str) -> Result<(), ReconcileError> {
+async fn remove_content(ctx: &Context, name: &str) -> Result<(), CleanupError> {
     ctx.storage
         .delete(name)
-        .map_err(|e| ReconcileError::Cleanup {
+        .map_err(|source| CleanupError::Storage {
             name: name.to_string(),
-            message: e.to_string(),
+            source,
         })?;
     ctx.puller()
         .delete_owner(name)
         .await
-        .map_err(|e| ReconcileError::Cleanup {
+        .map_err(|source| CleanupError::ImageCache {
             name: name.to_string(),
-            message: e.to_string(),
+            source,
         })?;
     ctx.forget(name);
     ctx.metrics.forget_catalog(name);
@@ -392,117 +395,192 @@ fn now_time() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
 }
 
-/// Writes `status` when it differs from `previous`, guarded by the object's resourceVersion.
-async fn write_status(
-    api: &Api<ClusterCatalog>,
-    catalog: &ClusterCatalog,
-    previous: &ClusterCatalogStatus,
-    status: ClusterCatalogStatus,
-) -> Result<(), ReconcileError> {
-    if &status == previous {
-        return Ok(());
+/// The leader's writes to ClusterCatalogs. Holding one is what leading means to a reconcile.
+pub struct Publisher {
+    api: Api<ClusterCatalog>,
+    status: StatusWriter<ClusterCatalog>,
+}
+
+impl Publisher {
+    fn new(client: kube::Client) -> Publisher {
+        let api: Api<ClusterCatalog> = Api::all(client);
+        Publisher {
+            status: StatusWriter::new(api.clone()),
+            api,
+        }
     }
-    let mut updated = catalog.clone();
-    updated.status = Some(status);
-    updated.metadata.managed_fields = None;
-    api.replace_status(&catalog.name_any(), &PostParams::default(), &updated)
-        .await
-        .map(drop)
-        .map_err(|source| ReconcileError::Kube {
-            name: catalog.name_any(),
+
+    /// Before any content work: the name label on every live catalog, and the finalizer unless
+    /// the plan removes the content. Returns the object as last written (its resourceVersion
+    /// guards the writes that follow).
+    async fn prepare(
+        &self,
+        catalog: &ClusterCatalog,
+        plan: &Plan,
+    ) -> Result<ClusterCatalog, PublishError> {
+        let mut current = catalog.clone();
+        if catalog.metadata.deletion_timestamp.is_none() {
+            current = self.ensure_name_label(current).await?;
+        }
+        if !matches!(plan, Plan::Remove { .. })
+            && let Some(updated) =
+                olm_runtime::finalizer::add(&self.api, &current, DELETE_SERVER_CACHE_FINALIZER)
+                    .await
+                    .map_err(|source| self.metadata_error(&current, source))?
+        {
+            current = updated;
+        }
+        Ok(current)
+    }
+
+    /// The one status write of a reconcile (when the status changed), then the finalizer removal.
+    async fn publish(
+        &self,
+        current: &ClusterCatalog,
+        outcome: &Outcome,
+    ) -> Result<(), PublishError> {
+        if let Some(status) = &outcome.status {
+            self.status
+                .write(current, current.status.as_ref(), status)
+                .await?;
+        }
+        if outcome.release_finalizer {
+            olm_runtime::finalizer::remove(&self.api, current, DELETE_SERVER_CACHE_FINALIZER)
+                .await
+                .map_err(|source| self.metadata_error(current, source))?;
+        }
+        Ok(())
+    }
+
+    /// Keeps `olm.operatorframework.io/metadata.name` equal to the object's name, so label
+    /// selectors can pick catalogs by name (upstream does this in a mutating webhook).
+    async fn ensure_name_label(
+        &self,
+        catalog: ClusterCatalog,
+    ) -> Result<ClusterCatalog, PublishError> {
+        let name = catalog.name_any();
+        if catalog.labels().get(METADATA_NAME_LABEL) == Some(&name) {
+            return Ok(catalog);
+        }
+        let patch = json!({"metadata": {"labels": {METADATA_NAME_LABEL: name}}});
+        self.api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| self.metadata_error(&catalog, source))
+    }
+
+    fn metadata_error(&self, catalog: &ClusterCatalog, source: kube::Error) -> PublishError {
+        PublishError::Metadata {
+            name: catalog.meta().name.clone().unwrap_or_default(),
             source,
-        })
-}
-
-/// Keeps `olm.operatorframework.io/metadata.name` equal to the object's name, so label selectors
-/// can pick catalogs by name (upstream does this in a mutating webhook).
-async fn ensure_name_label(
-    api: &Api<ClusterCatalog>,
-    catalog: &ClusterCatalog,
-) -> Result<(), ReconcileError> {
-    let name = catalog.name_any();
-    if catalog.labels().get(METADATA_NAME_LABEL) == Some(&name) {
-        return Ok(());
-    }
-    let patch = json!({"metadata": {"labels": {METADATA_NAME_LABEL: name}}});
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(drop)
-        .map_err(|source| ReconcileError::Kube { name, source })
-}
-
-async fn add_finalizer(
-    api: &Api<ClusterCatalog>,
-    catalog: &ClusterCatalog,
-) -> Result<(), ReconcileError> {
-    if plan::has_finalizer(catalog) {
-        return Ok(());
-    }
-    let rv = catalog.meta().resource_version.clone();
-    let patch = match catalog.metadata.finalizers.as_ref() {
-        Some(f) if !f.is_empty() => json!([
-            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-            {"op": "add", "path": "/metadata/finalizers/-", "value": DELETE_SERVER_CACHE_FINALIZER}
-        ]),
-        _ => json!([
-            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-            {"op": "add", "path": "/metadata/finalizers", "value": [DELETE_SERVER_CACHE_FINALIZER]}
-        ]),
-    };
-    json_patch(api, catalog, patch).await
-}
-
-async fn remove_finalizer(
-    api: &Api<ClusterCatalog>,
-    catalog: &ClusterCatalog,
-) -> Result<(), ReconcileError> {
-    let Some(index) = catalog
-        .metadata
-        .finalizers
-        .as_ref()
-        .and_then(|f| f.iter().position(|x| x == DELETE_SERVER_CACHE_FINALIZER))
-    else {
-        return Ok(());
-    };
-    let patch = json!([
-        {"op": "test", "path": format!("/metadata/finalizers/{index}"), "value": DELETE_SERVER_CACHE_FINALIZER},
-        {"op": "remove", "path": format!("/metadata/finalizers/{index}")}
-    ]);
-    json_patch(api, catalog, patch).await
-}
-
-async fn json_patch(
-    api: &Api<ClusterCatalog>,
-    catalog: &ClusterCatalog,
-    patch: serde_json::Value,
-) -> Result<(), ReconcileError> {
-    let name = catalog.name_any();
-    let patch: json_patch::Patch =
-        serde_json::from_value(patch).map_err(|e| ReconcileError::Kube {
-            name: name.clone(),
-            source: kube::Error::SerdeError(e),
-        })?;
-    match api
-        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-    {
-        Ok(_) => Ok(()),
-        // Gone already (the last finalizer was ours): nothing left to do.
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(source) => Err(ReconcileError::Kube { name, source }),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use olm_api::v1::{
+        AvailabilityMode, CatalogSource, ClusterCatalogSpec, ConditionReason, ConditionType,
+        ImageSource, SourceType, find_condition,
+    };
+
+    fn catalog() -> ClusterCatalog {
+        let mut c = ClusterCatalog::new(
+            "cat",
+            ClusterCatalogSpec {
+                source: CatalogSource {
+                    type_: SourceType::Image,
+                    image: Some(ImageSource {
+                        ref_: "reg.io/cat:v1".into(),
+                        poll_interval_minutes: None,
+                    }),
+                },
+                priority: 0,
+                availability_mode: AvailabilityMode::Available,
+            },
+        );
+        c.metadata.generation = Some(3);
+        c
+    }
+
+    fn at(secs: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(secs).expect("ts"))
+    }
 
     #[test]
-    fn backoff_doubles_up_to_five_minutes() {
-        assert_eq!(backoff(1), Duration::from_secs(1));
-        assert_eq!(backoff(2), Duration::from_secs(2));
-        assert_eq!(backoff(5), Duration::from_secs(16));
-        assert_eq!(backoff(20), Duration::from_secs(300));
-        assert_eq!(backoff(u32::MAX), Duration::from_secs(300));
+    fn a_stored_image_is_published_as_serving_and_keeps_the_finalizer() {
+        let executed = Executed::Stored {
+            digest_ref: "reg.io/cat@sha256:1".into(),
+            unpacked_at: SystemTime::UNIX_EPOCH,
+        };
+        let o = outcome(&catalog(), &executed, "https://x/catalogs/cat", at(5));
+        let status = o.status.expect("a status");
+        let serving = find_condition(&status.conditions, ConditionType::Serving).expect("serving");
+        assert_eq!(serving.reason, ConditionReason::Available.as_str());
+        assert_eq!(serving.observed_generation, Some(3));
+        assert!(!o.release_finalizer);
+    }
+
+    #[test]
+    fn removal_releases_the_finalizer_and_only_unavailable_writes_status() {
+        let deleted = outcome(
+            &catalog(),
+            &Executed::Removed { unavailable: false },
+            "u",
+            at(5),
+        );
+        assert_eq!(
+            deleted,
+            Outcome {
+                status: None,
+                release_finalizer: true
+            }
+        );
+        let off = outcome(
+            &catalog(),
+            &Executed::Removed { unavailable: true },
+            "u",
+            at(5),
+        );
+        assert!(off.release_finalizer);
+        let status = off.status.expect("a status");
+        let serving = find_condition(&status.conditions, ConditionType::Serving).expect("serving");
+        assert_eq!(
+            serving.reason,
+            ConditionReason::UserSpecifiedUnavailable.as_str()
+        );
+    }
+
+    #[test]
+    fn a_failed_pull_is_published_in_progressing_from_the_error() {
+        let error = ReconcileError::from(SourceError(olm_image::ImageError {
+            reference: "reg.io/cat@sha256:1".into(),
+            digest_pinned: true,
+            kind: olm_image::ImageErrorKind::MissingCatalogLabel,
+        }));
+        let o = outcome(&catalog(), &Executed::Failed(error), "u", at(5));
+        let status = o.status.expect("a status");
+        let p =
+            find_condition(&status.conditions, ConditionType::Progressing).expect("progressing");
+        assert_eq!((p.status.as_str(), p.reason.as_str()), ("False", "Blocked"));
+        assert!(
+            p.message.starts_with("source catalog content: "),
+            "{}",
+            p.message
+        );
+        assert!(find_condition(&status.conditions, ConditionType::Serving).is_none());
+        assert!(!o.release_finalizer);
+    }
+
+    #[test]
+    fn nothing_to_fetch_publishes_nothing() {
+        assert_eq!(
+            outcome(&catalog(), &Executed::UpToDate, "u", at(5)),
+            Outcome {
+                status: None,
+                release_finalizer: false
+            }
+        );
     }
 }

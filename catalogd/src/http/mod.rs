@@ -44,36 +44,13 @@ pub fn router(storage: Storage, metrics: Metrics) -> Router {
         .with_state(storage)
 }
 
-/// Operational endpoints: `/healthz`, `/readyz` (ready once `ready` is set) and `/metrics`.
+/// Operational endpoints: `/healthz`, `/readyz` (ready once `ready` is set) and `/metrics`, as
+/// every OLM binary serves them (`olm_runtime::ops`).
 pub fn ops_router(
     metrics: Metrics,
     ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Router {
-    use std::sync::atomic::Ordering;
-    Router::new()
-        .route("/healthz", axum::routing::get(|| async { "ok" }))
-        .route(
-            "/readyz",
-            axum::routing::get(move || async move {
-                if ready.load(Ordering::Acquire) {
-                    (StatusCode::OK, "ok")
-                } else {
-                    (StatusCode::SERVICE_UNAVAILABLE, "not ready")
-                }
-            }),
-        )
-        .route(
-            "/metrics",
-            axum::routing::get(move || async move {
-                (
-                    [(
-                        header::CONTENT_TYPE,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    metrics.encode(),
-                )
-            }),
-        )
+    olm_runtime::ops::router(metrics.registry(), ready)
 }
 
 /// Upstream's gzip middleware marks every response as varying with `Accept-Encoding`.

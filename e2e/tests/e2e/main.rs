@@ -10,6 +10,7 @@ mod admission_cluster_catalog;
 mod admission_cluster_extension;
 mod apply;
 mod catalogd;
+mod catalogd_in_process;
 mod control_plane;
 mod dev_env;
 mod loopback;

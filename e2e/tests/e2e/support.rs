@@ -1,14 +1,12 @@
 //! Helpers shared by the end-to-end tests.
 
-use std::future::Future;
-use std::time::{Duration, Instant};
-
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::core::Status;
 use olm_api::v1::{ClusterCatalog, ClusterExtension};
 use serde_json::Value;
 
+pub use olm_e2e::eventually::eventually;
 pub use olm_e2e::test_env::unique_name;
 
 /// The API resource of ClusterExtension, for sending arbitrary (also invalid) JSON.
@@ -145,23 +143,5 @@ impl Report {
             self.cases,
             self.failures.join("\n")
         );
-    }
-}
-
-/// Polls `check` until it returns `Some`. The bound only keeps a broken environment from hanging
-/// the run; it is far above what any healthy run needs and is not a performance assertion.
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    const BOUND: Duration = Duration::from_secs(120);
-    let start = Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(start.elapsed() < BOUND, "gave up waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -19,10 +19,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
 use olm_operator_core::crd_upgrade::{
     CheckOptions, Crd, UpgradeVerdict, check_upgrade, data_aware_decision, yaml,
 };
+use olm_runtime::exit::Exit;
 use serde_json::Value;
 
 /// Largest manifest or custom-resource file read (CRDs of real operators reach a few MiB).
@@ -31,8 +31,8 @@ pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 pub const MAX_DATA_FILES: usize = 100_000;
 
 /// Arguments of `operator-controller crd-upgrade-check`.
-#[derive(Debug, Args)]
-pub struct CrdUpgradeCheckArgs {
+#[derive(Debug, clap::Args)]
+pub struct Args {
     /// The installed CRD (YAML or JSON); its `status.storedVersions` is used when present.
     #[arg(value_name = "OLD")]
     pub old: PathBuf,
@@ -48,25 +48,18 @@ pub struct CrdUpgradeCheckArgs {
     pub upstream: bool,
 }
 
-/// Exit status: safe.
-pub const EXIT_SAFE: u8 = 0;
-/// Exit status: unsafe.
-pub const EXIT_UNSAFE: u8 = 1;
-/// Exit status: usage error.
-pub const EXIT_USAGE: u8 = 2;
-
 /// Runs the check and prints the report.
-pub fn run(args: &CrdUpgradeCheckArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     match run_inner(args, out) {
         Ok(code) => code,
         Err(message) => {
             let _ = writeln!(err, "error: {message}");
-            EXIT_USAGE
+            Exit::Usage
         }
     }
 }
 
-fn run_inner(args: &CrdUpgradeCheckArgs, out: &mut dyn Write) -> Result<u8, String> {
+fn run_inner(args: &Args, out: &mut dyn Write) -> Result<Exit, String> {
     let old = read_crd(&args.old)?;
     let new = read_crd(&args.new)?;
     let objects = match &args.data {
@@ -96,7 +89,7 @@ fn run_inner(args: &CrdUpgradeCheckArgs, out: &mut dyn Write) -> Result<u8, Stri
         safe = outcome.allowed;
     }
     let _ = writeln!(out, "verdict: {}", if safe { "safe" } else { "unsafe" });
-    Ok(if safe { EXIT_SAFE } else { EXIT_UNSAFE })
+    Ok(if safe { Exit::Ok } else { Exit::Invalid })
 }
 
 fn print_verdict(verdict: &UpgradeVerdict, out: &mut dyn Write) {

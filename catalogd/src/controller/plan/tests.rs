@@ -302,3 +302,41 @@ fn base_urls_follow_the_external_address_and_scheme() {
         "http://127.0.0.1:8080/catalogs/op"
     );
 }
+
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+struct StepFailure {
+    message: &'static str,
+    terminal: bool,
+}
+
+impl ConditionError for StepFailure {
+    fn reason(&self) -> ConditionReason {
+        if self.terminal {
+            ConditionReason::Blocked
+        } else {
+            ConditionReason::Retrying
+        }
+    }
+    fn is_terminal(&self) -> bool {
+        self.terminal
+    }
+}
+
+#[test]
+fn a_step_error_is_reported_through_its_condition_contract() {
+    let mut c = catalog("reg.io/cat:latest", None, 1);
+    served(&mut c, DIGEST_A, 1);
+    let prev = c.status.clone().expect("status");
+    for terminal in [false, true] {
+        let error = StepFailure {
+            message: "source catalog content: boom",
+            terminal,
+        };
+        assert_eq!(
+            failure_status(&prev, Some(1), &error, now_time(200)),
+            error_status(&prev, Some(1), error.message, terminal, now_time(200)),
+            "terminal: {terminal}"
+        );
+    }
+}

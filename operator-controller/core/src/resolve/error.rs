@@ -5,18 +5,19 @@
 //!
 //! Upstream reports every resolution failure as `Progressing=True`, reason `Retrying`, message =
 //! this text, and re-queues with backoff. The controller keeps the condition as upstream sets it
-//! (see [`ResolveError::condition_reason`]) but only backs off on failures that can heal by
-//! themselves; the others wait for a watch event (the ClusterExtension or a ClusterCatalog
-//! changing), since nothing else can change the answer:
+//! ([`ConditionError::reason`] is always `Retrying`) but only backs off on failures that can heal
+//! by themselves; the others are terminal and wait for a watch event (the ClusterExtension or a
+//! ClusterCatalog changing), since nothing else can change the answer:
 //!
-//! | error                                  | changes the answer                      | [`ResolveError::is_retryable`] |
+//! | error                                  | changes the answer                      | [`ConditionError::is_terminal`] |
 //! |----------------------------------------|-----------------------------------------|------------------|
-//! | invalid selector or version range      | a spec edit                             | no               |
-//! | a catalog's content could not be read  | time (network, catalogd restart)        | yes              |
-//! | installed version unreadable           | a new installed record                  | no               |
-//! | no bundle / ambiguous catalogs         | a spec edit or a catalog change         | no               |
-//! | resolved bundle unreadable or has dependencies | a catalog change                | no               |
+//! | invalid selector or version range      | a spec edit                             | yes              |
+//! | a catalog's content could not be read  | time (network, catalogd restart)        | no               |
+//! | installed version unreadable           | a new installed record                  | yes              |
+//! | no bundle / ambiguous catalogs         | a spec edit or a catalog change         | yes              |
+//! | resolved bundle unreadable or has dependencies | a catalog change                | yes              |
 
+use olm_api::condition_error::ConditionError;
 use olm_api::v1::ConditionReason;
 use olm_api::version::go_text::go_quote;
 use olm_api::version::masterminds::ConstraintError;
@@ -71,16 +72,16 @@ pub enum ResolveError {
     },
 }
 
-impl ResolveError {
-    /// Whether trying again later, with no change to the ClusterExtension or the catalogs, may
-    /// succeed (see the module table).
-    pub fn is_retryable(&self) -> bool {
-        matches!(self, ResolveError::GetPackage { .. })
+impl ConditionError for ResolveError {
+    /// The `Progressing` reason upstream sets for this failure: always `Retrying`.
+    fn reason(&self) -> ConditionReason {
+        ConditionReason::Retrying
     }
 
-    /// The `Progressing` reason upstream sets for this failure: always `Retrying`.
-    pub fn condition_reason(&self) -> ConditionReason {
-        ConditionReason::Retrying
+    /// Whether only a change of the ClusterExtension or the catalogs can change the answer (see
+    /// the module table).
+    fn is_terminal(&self) -> bool {
+        !matches!(self, ResolveError::GetPackage { .. })
     }
 }
 
@@ -131,5 +132,42 @@ impl std::fmt::Display for ResolutionFailure {
             ));
         }
         f.write_str(s.trim())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olm_api::condition_error::missing_causes;
+
+    #[test]
+    fn only_unreadable_catalog_content_is_retried_and_every_failure_shows_as_retrying() {
+        let fetch = ResolveError::GetPackage {
+            package: "p".into(),
+            catalog: "c".into(),
+            source: "connection refused".into(),
+        };
+        let no_bundle = ResolveError::NoBundle(Box::new(ResolutionFailure {
+            package: "p".into(),
+            version: String::new(),
+            channels: vec![],
+            installed_version: None,
+            catalogs: vec![],
+        }));
+        let dependency = ResolveError::UnsupportedDependency {
+            bundle: "b".into(),
+            property_type: "olm.gvk.required".into(),
+        };
+        assert!(!fetch.is_terminal());
+        assert!(no_bundle.is_terminal());
+        assert!(dependency.is_terminal());
+        for e in [&fetch, &no_bundle, &dependency] {
+            assert_eq!(e.reason(), ConditionReason::Retrying);
+            assert!(missing_causes(e).is_empty(), "{e}");
+        }
+        assert_eq!(
+            fetch.condition_message(),
+            "error walking catalogs: error getting package \"p\" from catalog \"c\": connection refused"
+        );
     }
 }

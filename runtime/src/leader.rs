@@ -1,8 +1,9 @@
-//! Leader election on a `coordination.k8s.io/v1` Lease, so that one catalogd replica writes
-//! ClusterCatalog status and finalizers while every replica unpacks and serves content.
+//! Leader election on a `coordination.k8s.io/v1` Lease, so that one replica of a controller
+//! writes status and finalizers while every replica does the work all replicas share (catalogd:
+//! unpacking and serving content).
 //!
 //! Input: a Kubernetes client, the Lease's namespace and name, this replica's identity. Output: a
-//! `watch` channel that is `true` while this replica leads. Network: the Kubernetes API only.
+//! [`Leadership`] that says whether this replica leads right now. Network: the Kubernetes API only.
 //!
 //! Expiry is judged by when this replica last *observed* the Lease record change, not by the
 //! holder's timestamps, so clock skew between nodes cannot make two replicas lead at once
@@ -15,13 +16,20 @@
 //! | held by another, record unchanged for `lease_duration` | take it over (`leaseTransitions`+1) |
 //! | held by another, recently changed | follow |
 //! | renewal failing for `renew_deadline` | step down |
+//!
+//! This is our own implementation rather than the `kube-lease-manager` crate: that crate judges
+//! expiry from the holder's `renewTime` against the local clock (tolerating a configured skew),
+//! while client-go and this module never compare clocks of different nodes. This one releases the
+//! Lease on shutdown, so a follower takes over at once (the e2e HA test relies on it).
 
 use std::time::{Duration, Instant};
 
+use futures::Stream;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, ObjectMeta, PostParams};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// Timing of the election (controller-runtime's defaults: 15 s / 10 s / 2 s).
 #[derive(Clone, Copy, Debug)]
@@ -44,44 +52,111 @@ impl Default for Timing {
     }
 }
 
-/// Runs an election until `shutdown` fires, publishing leadership on the returned channel. On
-/// shutdown a held Lease is released so another replica can take over at once.
-pub fn elect(
-    client: kube::Client,
-    namespace: &str,
-    name: &str,
-    identity: &str,
-    timing: Timing,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
-    let (tx, rx) = watch::channel(false);
-    let mut elector = Elector {
-        api: Api::namespaced(client, namespace),
-        name: name.to_string(),
-        identity: identity.to_string(),
-        timing,
-        observed: None,
-        last_renewed: None,
-    };
-    let handle = tokio::spawn(async move {
-        tokio::pin!(shutdown);
-        loop {
-            let leading = elector.try_acquire_or_renew().await;
-            if *tx.borrow() != leading {
-                tracing::info!(lease = %elector.name, identity = %elector.identity, leading, "leadership changed");
-                let _ = tx.send(leading);
-            }
-            tokio::select! {
-                _ = &mut shutdown => break,
-                _ = tokio::time::sleep(timing.retry_period) => {}
-            }
+/// Whether this replica leads, for the whole run of a controller.
+pub struct Leadership {
+    leading: watch::Receiver<bool>,
+    /// The sender of a constant leadership, held so receivers never see a closed channel.
+    _constant: Option<watch::Sender<bool>>,
+    election: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Leadership {
+    /// A single replica: it leads from start to end.
+    pub fn always() -> Leadership {
+        let (tx, rx) = watch::channel(true);
+        Leadership {
+            leading: rx,
+            _constant: Some(tx),
+            election: None,
         }
-        if *tx.borrow() {
-            let _ = tx.send(false);
-            elector.release().await;
+    }
+
+    /// Runs an election until `shutdown` is cancelled. On shutdown a held Lease is released so
+    /// another replica can take over at once.
+    pub fn elect(
+        client: kube::Client,
+        namespace: &str,
+        name: &str,
+        identity: &str,
+        timing: Timing,
+        shutdown: CancellationToken,
+    ) -> Leadership {
+        let (tx, rx) = watch::channel(false);
+        let mut elector = Elector {
+            api: Api::namespaced(client, namespace),
+            name: name.to_string(),
+            identity: identity.to_string(),
+            timing,
+            observed: None,
+            last_renewed: None,
+        };
+        let election = tokio::spawn(async move {
+            loop {
+                let leading = elector.try_acquire_or_renew().await;
+                if *tx.borrow() != leading {
+                    tracing::info!(lease = %elector.name, identity = %elector.identity, leading, "leadership changed");
+                    let _ = tx.send(leading);
+                }
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(timing.retry_period) => {}
+                }
+            }
+            if *tx.borrow() {
+                let _ = tx.send(false);
+                elector.release().await;
+            }
+        });
+        Leadership {
+            leading: rx,
+            _constant: None,
+            election: Some(election),
         }
+    }
+
+    /// Whether this replica leads now.
+    pub fn is_leading(&self) -> bool {
+        *self.leading.borrow()
+    }
+
+    /// A receiver of leadership, for tasks that check it as they go.
+    pub fn receiver(&self) -> watch::Receiver<bool> {
+        self.leading.clone()
+    }
+
+    /// Yields once per change of leadership (for example to re-examine every object when this
+    /// replica becomes the one writing status).
+    pub fn changes(&self) -> impl Stream<Item = ()> + Send + 'static {
+        futures::stream::unfold(self.leading.clone(), |mut rx| async move {
+            rx.changed().await.ok().map(|()| ((), rx))
+        })
+    }
+
+    /// Waits until the election has ended (and released the Lease) after shutdown.
+    pub async fn stopped(self) {
+        if let Some(election) = self.election {
+            let _ = election.await;
+        }
+    }
+}
+
+/// This replica's identity in the Lease: `$POD_NAME` (or the host name) plus a random suffix, so a
+/// restarted Pod with the same name is a new holder, as controller-runtime does.
+pub fn identity(pod_name: Option<&str>, fallback: &str) -> String {
+    let host = pod_name.map(str::to_string).or_else(|| {
+        olm_api::regular_file::read_regular_to_string(
+            std::path::Path::new("/proc/sys/kernel/hostname"),
+            256,
+        )
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
     });
-    (rx, handle)
+    format!(
+        "{}_{:08x}",
+        host.as_deref().unwrap_or(fallback),
+        rand::random::<u32>()
+    )
 }
 
 struct Elector {

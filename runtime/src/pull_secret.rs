@@ -1,18 +1,15 @@
 //! The global pull secret (`--global-pull-secret NAMESPACE/NAME`): registry credentials for every
-//! catalog image, kept current by watching the Secret.
+//! image a controller pulls, kept current by watching the Secret.
 //!
-//! Input: the Secret's reference. Output: a new puller whenever the credentials change. Network:
-//! the Kubernetes API (one watch on one Secret).
-
-use std::sync::Arc;
+//! Input: the Secret's reference. Output: the credentials each time they change (`None` when the
+//! Secret is missing or unusable: pulls go anonymous). Network: one watch on one Secret.
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
-use olm_image::{DockerConfig, Puller, PullerConfig};
-
-use super::reconcile::Context;
+use olm_image::DockerConfig;
+use tokio_util::sync::CancellationToken;
 
 /// `NAMESPACE/NAME`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,13 +44,25 @@ pub fn credentials(secret: &Secret) -> Result<DockerConfig, String> {
     DockerConfig::from_json(&bytes.0).map_err(|e| e.to_string())
 }
 
-/// Watches the secret and swaps the context's puller when its credentials change; a missing or
-/// unreadable secret means anonymous pulls (logged).
-pub async fn watch(ctx: Arc<Context>, secret: SecretRef, base: PullerConfig) {
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &secret.namespace);
+/// Watches the Secret until `shutdown`, calling `on_change` with its credentials on every change.
+/// A missing or unusable Secret means anonymous pulls (logged, `None`).
+pub async fn watch(
+    client: kube::Client,
+    secret: SecretRef,
+    shutdown: CancellationToken,
+    mut on_change: impl FnMut(Option<DockerConfig>) + Send,
+) {
+    let api: Api<Secret> = Api::namespaced(client, &secret.namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={}", secret.name));
     let mut events = watcher::watcher(api, config).boxed();
-    while let Some(event) = events.next().await {
+    loop {
+        let event = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            event = events.next() => match event {
+                Some(event) => event,
+                None => return,
+            },
+        };
         let auth = match event {
             Ok(Event::Apply(s) | Event::InitApply(s)) => match credentials(&s) {
                 Ok(c) => Some(c),
@@ -69,12 +78,7 @@ pub async fn watch(ctx: Arc<Context>, secret: SecretRef, base: PullerConfig) {
                 continue;
             }
         };
-        let mut config = base.clone();
-        config.auth = auth;
-        match Puller::new(config) {
-            Ok(p) => ctx.set_puller(Arc::new(p)),
-            Err(e) => tracing::warn!(error = %e, "failed to rebuild the image puller"),
-        }
+        on_change(auth);
     }
 }
 

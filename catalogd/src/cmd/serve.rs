@@ -11,20 +11,67 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cli::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
+use olm_runtime::exit::Exit;
+use olm_runtime::server::{ServeOptions, ServerError, ServerLimits, TlsFiles, bind};
+use olm_runtime::shutdown::CancellationToken;
+
 use crate::http::{ops_router, router, validate_catalog_name};
 use crate::ingest::ingest_dir;
 use crate::metrics::Metrics;
-use crate::server::{TlsFiles, bind};
 use crate::storage::Storage;
 
-/// What `serve` needs.
-#[derive(Clone, Debug)]
-pub struct ServeOptions {
+/// Arguments of `catalogd serve`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The catalog directory (a single catalog file is accepted too).
+    #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
+    /// The catalog name in URLs; defaults to the directory's name.
+    #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Address to listen on; port 0 picks a free port (printed on start).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    pub tls: Option<TlsFiles>,
+    /// Serve HTTPS with this PEM certificate (reloaded when the file changes).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: ServerLimits,
+}
+
+/// Why `serve` stopped with an error.
+#[derive(Debug, thiserror::Error)]
+enum ServeError {
+    #[error("failed to create a storage directory: {0}")]
+    Scratch(#[source] std::io::Error),
+    #[error(transparent)]
+    Storage(#[from] crate::storage::StorageError),
+    #[error("catalog {dir}: {source}")]
+    Catalog {
+        dir: PathBuf,
+        #[source]
+        source: crate::ingest::IngestError,
+    },
+    #[error("failed to load catalog: {0}")]
+    Task(#[source] tokio::task::JoinError),
+    #[error(transparent)]
+    Server(#[from] ServerError),
+}
+
+impl ServeError {
+    /// A catalog that does not load and a certificate that does not parse are invalid input;
+    /// the rest (disk, a port in use) are runtime failures.
+    fn exit(&self) -> Exit {
+        match self {
+            ServeError::Catalog { .. } | ServeError::Server(ServerError::Tls { .. }) => {
+                Exit::Invalid
+            }
+            _ => Exit::Failed,
+        }
+    }
 }
 
 /// The catalog name: the given one, or the directory's own name.
@@ -49,100 +96,100 @@ pub fn catalog_name(dir: &Path, name: Option<&str>) -> Result<String, String> {
     Ok(name)
 }
 
-/// Runs `serve` to completion; returns the exit status.
-pub fn run(opts: ServeOptions, err: &mut dyn Write) -> u8 {
-    if let Err(e) = std::fs::read_dir(&opts.dir)
+/// Runs `serve` until SIGINT or SIGTERM; returns the exit status.
+pub fn run(args: Args, err: &mut dyn Write) -> Exit {
+    if let Err(e) = std::fs::read_dir(&args.dir)
         .map(drop)
-        .or_else(|_| std::fs::File::open(&opts.dir).map(drop))
+        .or_else(|_| std::fs::File::open(&args.dir).map(drop))
     {
         let _ = writeln!(
             err,
             "error: cannot read catalog {}: {e}",
-            opts.dir.display()
+            args.dir.display()
         );
-        return EXIT_USAGE;
+        return Exit::Usage;
     }
-    let name = match catalog_name(&opts.dir, opts.name.as_deref()) {
+    let name = match catalog_name(&args.dir, args.name.as_deref()) {
         Ok(n) => n,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
-            return EXIT_USAGE;
+            return Exit::Usage;
         }
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
             let _ = writeln!(err, "error: failed to start the runtime: {e}");
-            return EXIT_INVALID;
+            return Exit::Failed;
         }
     };
-    match runtime.block_on(serve(opts, name, err)) {
-        Ok(()) => EXIT_OK,
+    let result = runtime.block_on(async {
+        let shutdown = olm_runtime::shutdown::on_signal();
+        serve(args, name, shutdown, err).await
+    });
+    match result {
+        Ok(()) => Exit::Ok,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
-            EXIT_INVALID
+            e.exit()
         }
     }
 }
 
-async fn serve(opts: ServeOptions, name: String, err: &mut dyn Write) -> Result<(), String> {
+async fn serve(
+    args: Args,
+    name: String,
+    shutdown: CancellationToken,
+    err: &mut dyn Write,
+) -> Result<(), ServeError> {
     let scratch = tempfile::Builder::new()
         .prefix("catalogd-serve-")
         .tempdir()
-        .map_err(|e| format!("failed to create a storage directory: {e}"))?;
-    let storage = Storage::open(scratch.path()).map_err(|e| e.to_string())?;
+        .map_err(ServeError::Scratch)?;
+    let storage = Storage::open(scratch.path())?;
     let started = std::time::Instant::now();
     let stored = {
-        let (storage, name, dir) = (storage.clone(), name.clone(), opts.dir.clone());
-        let digest = format!("dir:{}", opts.dir.display());
+        let (storage, name, dir) = (storage.clone(), name.clone(), args.dir.clone());
+        let digest = format!("dir:{}", args.dir.display());
         tokio::task::spawn_blocking(move || ingest_dir(&storage, &name, &digest, &dir))
             .await
-            .map_err(|e| format!("failed to load catalog: {e}"))?
-            .map_err(|e| format!("catalog {}: {e}", opts.dir.display()))?
+            .map_err(ServeError::Task)?
+            .map_err(|source| ServeError::Catalog {
+                dir: args.dir.clone(),
+                source,
+            })?
     };
     let metrics = Metrics::new();
     metrics.observe_unpack(&name, started.elapsed().as_secs_f64(), stored.len());
     metrics.set_catalogs_served(1);
 
-    let bound = bind(opts.listen).map_err(|e| e.to_string())?;
-    let scheme = if opts.tls.is_some() { "https" } else { "http" };
+    let tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+        _ => None,
+    };
+    let bound = bind(args.listen)?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let ready = Arc::new(AtomicBool::new(true));
     let app = router(storage, metrics.clone()).merge(ops_router(metrics, ready.clone()));
+    let options = ServeOptions {
+        tls,
+        limits: args.limits,
+        ..ServeOptions::default()
+    };
     let _ = writeln!(
         err,
         "serving catalog {name} ({} blobs, {} bytes) from {} at {scheme}://{}/catalogs/{name}/api/v1/all",
         stored.blobs(),
         stored.len(),
-        opts.dir.display(),
+        args.dir.display(),
         bound.addr,
     );
-    let result = bound.serve(app, opts.tls, shutdown_signal()).await;
+    let result = bound
+        .serve_with(app, options, shutdown.cancelled_owned())
+        .await;
     ready.store(false, Ordering::Release);
     drop(scratch);
-    result.map_err(|e| e.to_string())
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = interrupt => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = interrupt.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
-    }
+    Ok(result?)
 }
 
 #[cfg(test)]

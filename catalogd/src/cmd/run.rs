@@ -1,0 +1,372 @@
+//! `catalogd run`: the in-cluster mode. Watches ClusterCatalogs, unpacks their images, serves their
+//! content, and (on the elected leader) writes their status.
+//!
+//! Input: [`Args`] (flags) or [`RunOptions`] (tests run the controller in-process through [`run`]).
+//! Output: runs until the shutdown token is cancelled (SIGINT/SIGTERM for the binary). Network: the
+//! Kubernetes API, image registries, and the catalog, health and metrics listeners.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::{Controller, watcher};
+use olm_api::regular_file::read_regular;
+use olm_api::v1::ClusterCatalog;
+use olm_image::{Puller, PullerConfig};
+use olm_runtime::exit::Exit;
+use olm_runtime::flags::OptionalListenAddress;
+use olm_runtime::leader::{Leadership, Timing};
+use olm_runtime::logging::LogFormat;
+use olm_runtime::pull_secret::SecretRef;
+use olm_runtime::server::{ServeOptions, ServerError, ServerLimits, TlsFiles, bind};
+use olm_runtime::shutdown::CancellationToken;
+
+use crate::controller::gc;
+use crate::controller::reconcile::{Context, error_policy, reconcile};
+use crate::http::{ops_router, router};
+use crate::metrics::Metrics;
+use crate::storage::Storage;
+
+/// Lease name of catalogd's leader election (upstream's).
+pub const LEADER_ELECTION_ID: &str = "catalogd-operator-lock";
+/// The largest CA file read from `--pull-cas-dir`.
+const MAX_CA_FILE_BYTES: u64 = 1 << 20;
+
+/// Arguments of `catalogd run` (names follow upstream catalogd's flags where they exist).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Kubeconfig to use instead of the in-cluster configuration or $KUBECONFIG.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Address of the catalog content server.
+    #[arg(long, value_name = "ADDR", default_value = ":8443", value_parser = olm_runtime::flags::listen_address)]
+    pub catalogs_server_addr: SocketAddr,
+    /// Host (and optional port) clients use to reach the catalog server; `status.urls.base` is
+    /// `<http|https>://<external-address>/catalogs/<name>`.
+    #[arg(
+        long,
+        value_name = "HOST[:PORT]",
+        default_value = "catalogd-service.olmv1-system.svc"
+    )]
+    pub external_address: String,
+    /// Directory for unpacked images and stored catalogs; kept across restarts.
+    #[arg(long, value_name = "DIR", default_value = "/var/cache/catalogd")]
+    pub cache_dir: PathBuf,
+    /// Serve the catalog content over HTTPS with this PEM certificate (reloaded on change).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Address serving /metrics (and /healthz, /readyz); `0` disables it.
+    #[arg(long, value_name = "ADDR", default_value = ":7443", value_parser = olm_runtime::flags::optional_listen_address)]
+    pub metrics_bind_address: OptionalListenAddress,
+    /// Address serving /healthz and /readyz (and /metrics); `0` disables it.
+    #[arg(long, value_name = "ADDR", default_value = ":8081", value_parser = olm_runtime::flags::optional_listen_address)]
+    pub health_probe_bind_address: OptionalListenAddress,
+    /// Elect a leader among replicas through a Lease; only the leader writes status.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Namespace of the leader Lease.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "POD_NAMESPACE",
+        default_value = "olmv1-system"
+    )]
+    pub leader_election_namespace: String,
+    /// This replica's name in the leader Lease (a random suffix is added); defaults to the host name.
+    #[arg(long, value_name = "NAME", env = "POD_NAME", hide = true)]
+    pub pod_name: Option<String>,
+    /// Registry credentials for every catalog image: a dockerconfigjson Secret `NAMESPACE/NAME`.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub global_pull_secret: Option<SecretRef>,
+    /// Directory of PEM files with extra CA certificates trusted for registries.
+    #[arg(long, value_name = "DIR")]
+    pub pull_cas_dir: Option<PathBuf>,
+    /// Registries (`host:port` as written in image references) spoken to over plain HTTP.
+    #[arg(long, value_name = "HOST:PORT", value_delimiter = ',')]
+    pub insecure_registries: Vec<String>,
+    /// How often to remove content of catalogs that no longer exist (Go duration syntax).
+    #[arg(long, value_name = "DURATION", default_value = "12h", value_parser = olm_runtime::flags::duration)]
+    pub gc_interval: Duration,
+    /// Length of one minute of `pollIntervalMinutes`. For tests and demos only.
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = olm_runtime::flags::duration, hide = true)]
+    pub poll_interval_unit: Duration,
+    /// Manage only ClusterCatalogs matching this label selector (for sharding and tests).
+    #[arg(long, value_name = "SELECTOR", hide = true)]
+    pub catalog_label_selector: Option<String>,
+    /// Log format.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    #[command(flatten)]
+    pub limits: ServerLimits,
+}
+
+/// Settings of `catalogd run`.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub kubeconfig: Option<PathBuf>,
+    pub catalogs_server_addr: SocketAddr,
+    pub external_address: String,
+    pub cache_dir: PathBuf,
+    pub tls: Option<TlsFiles>,
+    pub limits: ServerLimits,
+    pub metrics_addr: Option<SocketAddr>,
+    pub health_addr: Option<SocketAddr>,
+    pub leader_elect: bool,
+    pub leader_election_namespace: String,
+    pub global_pull_secret: Option<SecretRef>,
+    pub pull_cas_dir: Option<PathBuf>,
+    pub insecure_registries: Vec<String>,
+    pub gc_interval: Duration,
+    pub poll_unit: Duration,
+    pub identity: String,
+    /// Only ClusterCatalogs matching this label selector are managed.
+    pub label_selector: Option<String>,
+}
+
+impl RunOptions {
+    /// The options the flags describe.
+    pub fn from_args(args: Args) -> RunOptions {
+        let tls = match (args.tls_cert, args.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            _ => None,
+        };
+        RunOptions {
+            kubeconfig: args.kubeconfig,
+            catalogs_server_addr: args.catalogs_server_addr,
+            external_address: args.external_address,
+            cache_dir: args.cache_dir,
+            tls,
+            limits: args.limits,
+            metrics_addr: args.metrics_bind_address.0,
+            health_addr: args.health_probe_bind_address.0,
+            leader_elect: args.leader_elect,
+            leader_election_namespace: args.leader_election_namespace,
+            global_pull_secret: args.global_pull_secret,
+            pull_cas_dir: args.pull_cas_dir,
+            insecure_registries: args.insecure_registries,
+            gc_interval: args.gc_interval,
+            poll_unit: args.poll_interval_unit,
+            identity: olm_runtime::leader::identity(args.pod_name.as_deref(), "catalogd"),
+            label_selector: args.catalog_label_selector,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Client(#[from] olm_runtime::client::ClientError),
+    #[error("failed to prepare the cache directory: {0}")]
+    Storage(#[from] crate::storage::StorageError),
+    #[error("failed to read registry CA certificates from {path}: {source}")]
+    Cas {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read registry CA certificates: {0}")]
+    CaFile(#[from] olm_api::regular_file::FileError),
+    #[error("failed to create the image puller: {0}")]
+    Puller(#[from] olm_image::ConnectionError),
+    #[error(transparent)]
+    Server(#[from] ServerError),
+}
+
+impl RunError {
+    /// Files named by flags that cannot be used are invalid input; the rest are runtime failures.
+    pub fn exit(&self) -> Exit {
+        match self {
+            RunError::Client(olm_runtime::client::ClientError::Read(_))
+            | RunError::Client(olm_runtime::client::ClientError::Parse { .. })
+            | RunError::Cas { .. }
+            | RunError::CaFile(_)
+            | RunError::Server(ServerError::Tls { .. }) => Exit::Invalid,
+            _ => Exit::Failed,
+        }
+    }
+}
+
+/// `catalogd run` from its flags: sets up logging and a runtime, runs until SIGINT/SIGTERM.
+pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
+    olm_runtime::logging::init(args.log_format);
+    let opts = RunOptions::from_args(args);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "error: failed to start the runtime: {e}");
+            return Exit::Failed;
+        }
+    };
+    let result = runtime.block_on(async { run(opts, olm_runtime::shutdown::on_signal()).await });
+    match result {
+        Ok(()) => Exit::Ok,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            e.exit()
+        }
+    }
+}
+
+/// Reads every PEM file in a directory into one bundle (each a bounded regular file).
+fn read_cas(dir: &Path) -> Result<Vec<u8>, RunError> {
+    let err = |source| RunError::Cas {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(err)?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    let mut bundle = Vec::new();
+    for path in entries.into_iter().filter(|p| p.is_file()) {
+        bundle.extend_from_slice(&read_regular(&path, MAX_CA_FILE_BYTES)?);
+        bundle.push(b'\n');
+    }
+    Ok(bundle)
+}
+
+/// Runs until `shutdown` is cancelled.
+pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), RunError> {
+    if let Some(files) = &opts.tls {
+        olm_runtime::server::check_tls_files(files)?;
+    }
+    let client = olm_runtime::client::client(opts.kubeconfig.as_deref()).await?;
+    let storage = Storage::open(opts.cache_dir.join("catalogs"))?;
+    let mut puller_config = PullerConfig::new(opts.cache_dir.join("unpack"));
+    puller_config.insecure_registries = opts.insecure_registries.clone();
+    if let Some(dir) = &opts.pull_cas_dir {
+        puller_config.extra_ca_pem = Some(read_cas(dir)?);
+    }
+    let puller = Arc::new(Puller::new(puller_config.clone())?);
+    let metrics = Metrics::new();
+    metrics.set_catalogs_served(storage.catalogs().map(|c| c.len()).unwrap_or(0));
+
+    // Stops the controller, background tasks and the election before the servers, so content
+    // keeps being served until the very end.
+    let stop_work = shutdown.child_token();
+    let leadership = if opts.leader_elect {
+        Leadership::elect(
+            client.clone(),
+            &opts.leader_election_namespace,
+            LEADER_ELECTION_ID,
+            &opts.identity,
+            Timing::default(),
+            stop_work.clone(),
+        )
+    } else {
+        Leadership::always()
+    };
+
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        storage.clone(),
+        puller,
+        leadership.receiver(),
+        opts.external_address.clone(),
+        opts.tls.is_some(),
+        opts.poll_unit,
+        metrics.clone(),
+    ));
+
+    // Every replica serves content, leader or not.
+    let ready = Arc::new(AtomicBool::new(false));
+    let stop_servers = CancellationToken::new();
+    let catalog_server = bind(opts.catalogs_server_addr)?;
+    tracing::info!(addr = %catalog_server.addr, "catalog content server listening");
+    let content_options = ServeOptions {
+        tls: opts.tls.clone(),
+        limits: opts.limits,
+        ..ServeOptions::default()
+    };
+    let mut servers = vec![tokio::spawn(catalog_server.serve_with(
+        router(storage, metrics.clone()),
+        content_options,
+        stop_servers.clone().cancelled_owned(),
+    ))];
+    let mut ops_addrs: Vec<SocketAddr> = opts.metrics_addr.into_iter().collect();
+    if let Some(health) = opts.health_addr
+        && Some(health) != opts.metrics_addr
+    {
+        ops_addrs.push(health);
+    }
+    for addr in ops_addrs {
+        let bound = bind(addr)?;
+        tracing::info!(addr = %bound.addr, "health and metrics server listening");
+        let options = ServeOptions {
+            limits: opts.limits,
+            ..ServeOptions::default()
+        };
+        servers.push(tokio::spawn(bound.serve_with(
+            ops_router(metrics.clone(), ready.clone()),
+            options,
+            stop_servers.clone().cancelled_owned(),
+        )));
+    }
+    ready.store(true, Ordering::Release);
+
+    let mut background = vec![tokio::spawn(gc::run(
+        ctx.clone(),
+        opts.label_selector.clone(),
+        opts.gc_interval,
+        stop_work.clone().cancelled_owned(),
+    ))];
+    if let Some(secret) = opts.global_pull_secret.clone() {
+        let (ctx, base) = (ctx.clone(), puller_config.clone());
+        background.push(tokio::spawn(olm_runtime::pull_secret::watch(
+            client.clone(),
+            secret,
+            stop_work.clone(),
+            move |auth| {
+                let mut config = base.clone();
+                config.auth = auth;
+                match Puller::new(config) {
+                    Ok(p) => ctx.set_puller(Arc::new(p)),
+                    Err(e) => tracing::warn!(error = %e, "failed to rebuild the image puller"),
+                }
+            },
+        )));
+    }
+
+    // A change of leadership re-examines every catalog (the new leader owns their status).
+    let api: Api<ClusterCatalog> = Api::all(client);
+    let mut watch_config = watcher::Config::default();
+    if let Some(selector) = &opts.label_selector {
+        watch_config = watch_config.labels(selector);
+    }
+    let controller = Controller::new(api, watch_config)
+        .reconcile_all_on(leadership.changes())
+        .graceful_shutdown_on(stop_work.clone().cancelled_owned())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        });
+    let controller = tokio::spawn(controller);
+
+    shutdown.cancelled().await;
+    tracing::info!("shutting down");
+    ready.store(false, Ordering::Release);
+    let _ = controller.await;
+    for task in background {
+        let _ = task.await;
+    }
+    leadership.stopped().await;
+    stop_servers.cancel();
+    for server in servers {
+        if let Ok(Err(e)) = server.await {
+            tracing::warn!(error = %e, "server stopped with an error");
+        }
+    }
+    Ok(())
+}

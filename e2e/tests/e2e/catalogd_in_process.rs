@@ -1,0 +1,145 @@
+//! catalogd's controller run inside the test process (`olm_e2e::catalogd`, in-process tier)
+//! against the shared control plane: its logs are part of the test's output and `run`'s own
+//! result is checked, so a failing reconcile or start-up shows where the test fails.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams};
+use olm_e2e::catalogd::{Catalogd, LEADER_LEASE, Options, catalogs, test_catalog};
+use olm_e2e::images::push_catalog;
+use olm_runtime::exit::Exit;
+use olm_runtime::server::TlsFiles;
+
+use crate::support::{create_namespace, delete_namespace, unique_name};
+
+/// `catalogd_reconciles_total{result="success"}` from catalogd's `/metrics`.
+async fn successful_reconciles(catalogd: &Catalogd) -> u64 {
+    let text = reqwest::get(format!("{}/metrics", catalogd.health_root))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("catalogd_reconciles_total{result=\"success\"} "))
+        .map(|n| n.trim().parse().unwrap())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn polls_that_find_the_same_digest_write_no_status() {
+    let env = olm_e2e::shared().await;
+    let repo = unique_name("quiet");
+    push_catalog(&env.registry, &format!("{repo}:v1"), &test_catalog("v1"))
+        .await
+        .unwrap();
+    let catalogd = Catalogd::start_in_process(Options::new(&env.registry)).await;
+    let api = catalogs().await;
+    // Polled every "minute", which is a second here: each poll resolves the tag and reconciles.
+    let name = catalogd
+        .create_catalog(
+            &api,
+            "quiet",
+            &env.registry.image(&format!("{repo}:v1")),
+            Some(1),
+        )
+        .await;
+    catalogd.wait_serving(&api, &name).await;
+    // Settled: serving, and the status write's own watch event reconciled too.
+    let settled = catalogd
+        .eventually("the status to settle", || async {
+            let before = api.get(&name).await.ok()?.resource_version();
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let after = api.get(&name).await.ok()?.resource_version();
+            (before == after).then_some(after)
+        })
+        .await;
+    let reconciles = successful_reconciles(&catalogd).await;
+    catalogd
+        .eventually("three more polls", || async {
+            (successful_reconciles(&catalogd).await >= reconciles + 3).then_some(())
+        })
+        .await;
+    assert_eq!(
+        api.get(&name).await.unwrap().resource_version(),
+        settled,
+        "a poll that found the same digest wrote to the ClusterCatalog"
+    );
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    catalogd.wait_deleted(&api, &name).await;
+    catalogd.shut_down().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_stopped_leader_releases_its_lease_and_run_ends_cleanly() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let ns = create_namespace(&client, "catalogd-lease").await;
+    let catalogd = Catalogd::start_in_process(Options {
+        leader_election_namespace: Some(&ns),
+        identity: Some("in-process"),
+        ..Options::new(&env.registry)
+    })
+    .await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
+    let holder = || async {
+        leases
+            .get_opt(LEADER_LEASE)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+    };
+    catalogd
+        .eventually("the only replica to take the lease", || async {
+            holder().await.filter(|h| h.starts_with("in-process_"))
+        })
+        .await;
+    catalogd.shut_down().await.unwrap();
+    assert_eq!(holder().await, None, "the lease was released on shutdown");
+    delete_namespace(&client, &ns).await;
+}
+
+#[tokio::test]
+async fn run_refuses_a_certificate_that_is_a_device_before_starting_anything() {
+    let env = olm_e2e::shared().await;
+    let cache = tempfile::tempdir().unwrap();
+    let options = catalogd::cmd::run::RunOptions {
+        kubeconfig: Some(env.kubeconfig_path().to_path_buf()),
+        catalogs_server_addr: "127.0.0.1:0".parse().unwrap(),
+        external_address: "127.0.0.1".into(),
+        cache_dir: cache.path().to_path_buf(),
+        tls: Some(TlsFiles {
+            cert: PathBuf::from("/dev/zero"),
+            key: PathBuf::from("/dev/zero"),
+        }),
+        limits: Default::default(),
+        metrics_addr: None,
+        health_addr: None,
+        leader_elect: false,
+        leader_election_namespace: "olmv1-system".into(),
+        global_pull_secret: None,
+        pull_cas_dir: None,
+        insecure_registries: vec![],
+        gc_interval: Duration::from_secs(60),
+        poll_unit: Duration::from_secs(60),
+        identity: "refused".into(),
+        label_selector: Some(format!("{}=none", olm_e2e::catalogd::INSTANCE_LABEL)),
+    };
+    let err = tokio::time::timeout(
+        olm_e2e::eventually::BOUND,
+        catalogd::cmd::run::run(options, Default::default()),
+    )
+    .await
+    .expect("run returned instead of serving")
+    .expect_err("an unusable certificate");
+    assert_eq!(
+        err.to_string(),
+        "failed to load TLS certificate /dev/zero and key /dev/zero: failed to read /dev/zero: not a regular file (a character device)"
+    );
+    assert_eq!(err.exit(), Exit::Invalid);
+}

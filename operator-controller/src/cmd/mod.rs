@@ -1,0 +1,5 @@
+//! The modes of the `operator-controller` binary, one module each: its arguments (`Args`) and its
+//! `run`.
+
+pub mod crd_upgrade_check;
+pub mod resolve;

@@ -1,0 +1,30 @@
+//! The plumbing both OLM controllers (catalogd and operator-controller) share. No OLM domain logic
+//! lives here: what a ClusterCatalog or ClusterExtension means is decided in the binaries' crates.
+//!
+//! | module | what it gives a binary |
+//! |---|---|
+//! | [`client`] | a Kubernetes client from a kubeconfig or the in-cluster configuration, with the rustls provider installed once |
+//! | [`leader`] | Lease-based leader election (client-go's rules), or constant leadership for a single replica |
+//! | [`server`] | an HTTP(S) server: certificate reload, header-read and idle timeouts, a connection cap, graceful shutdown |
+//! | [`ops`] | `/healthz`, `/readyz` and `/metrics` over a prometheus-client registry |
+//! | [`shutdown`] | one cancellation token, cancelled on SIGINT/SIGTERM, passed down to every task |
+//! | [`logging`] | text or JSON logs on stderr, filtered by `RUST_LOG` |
+//! | [`duration`], [`flags`] | Go-syntax durations (`1h30m`) and Go-style listen addresses (`:8443`) for clap |
+//! | [`exit`] | the exit statuses both binaries use, documented once |
+//! | [`finalizer`], [`status`] | finalizer add/remove and status writes as JSON patches guarded by `resourceVersion` |
+//! | [`backoff`] | per-object capped exponential backoff with jitter |
+//! | [`pull_secret`] | the global pull secret, watched and turned into registry credentials |
+
+pub mod backoff;
+pub mod client;
+pub mod duration;
+pub mod exit;
+pub mod finalizer;
+pub mod flags;
+pub mod leader;
+pub mod logging;
+pub mod ops;
+pub mod pull_secret;
+pub mod server;
+pub mod shutdown;
+pub mod status;
