@@ -8,5 +8,12 @@
 //!
 //! - [`resolve`]: which bundle of which catalog a ClusterExtension gets, and its deprecation
 //!   conditions.
+//! - [`bundle`]: a registry+v1 bundle's files parsed as upstream parses them, and its validators.
+//! - [`render`]: a bundle rendered into the objects OLM v1 applies (install modes, configuration,
+//!   certificate providers).
+//! - [`gotype`]: Go's typed round trip of Kubernetes objects, which shapes every rendered object.
 
+pub mod bundle;
+pub mod gotype;
+pub mod render;
 pub mod resolve;
