@@ -65,6 +65,10 @@ pub enum Command {
     /// Prints one JSON object (bundle, catalog, deprecations) and exits 0; on a resolution failure
     /// prints the exact status message on stderr and exits 1; usage errors exit 2.
     Resolve(ResolveArgs),
+    /// Render a registry+v1 bundle (directory or image) into the objects a ClusterExtension
+    /// would install, as a YAML stream; exit 1 with upstream's message for an invalid bundle or
+    /// configuration, 2 for usage errors, 3 when the image cannot be pulled.
+    Render(crate::cmd::render::RenderArgs),
 }
 
 /// `spec.source.catalog.upgradeConstraintPolicy`.
@@ -157,6 +161,7 @@ where
     };
     match cli.command {
         Command::Resolve(args) => run_resolve(&args, out, err),
+        Command::Render(args) => crate::cmd::render::run(&args, out, err),
     }
 }
 

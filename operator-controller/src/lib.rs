@@ -3,8 +3,11 @@
 //! - [`resolve`]: the pure resolver, re-exported from `olm-operator-core` (the crate that holds
 //!   every IO-free decision).
 //! - [`catalog_source`]: a package's content from catalogd over HTTP (cached) or a directory.
-//! - [`cli`]: the `operator-controller` command line (`resolve` mode).
+//! - [`bundle_source`]: a registry+v1 bundle's files from a directory or an image, bounded.
+//! - [`cli`]: the `operator-controller` command line (`resolve` and `render` modes; [`cmd`]).
 
+pub mod bundle_source;
 pub mod catalog_source;
 pub mod cli;
+pub mod cmd;
 pub use olm_operator_core::resolve;

@@ -27,6 +27,7 @@ pub mod config;
 pub mod deployment_config;
 pub mod generators;
 pub mod names;
+pub mod yaml;
 
 use std::collections::BTreeMap;
 
