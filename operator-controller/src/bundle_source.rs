@@ -77,14 +77,16 @@ pub enum BundleSourceError {
     SymlinkEscapes { link: PathBuf, target: PathBuf },
     #[error("failed to read bundle: {path} has a name that is not UTF-8")]
     NonUtf8Name { path: PathBuf },
-    #[error(
-        "failed to read bundle: {dir} has more than {limit} entries"
-    )]
+    #[error("failed to read bundle: {dir} has more than {limit} entries")]
     TooManyEntries { dir: PathBuf, limit: usize },
     #[error(
         "failed to read bundle: its files are larger than the limit of {limit} bytes in total ({size} bytes read when {path} was reached)"
     )]
-    TotalTooLarge { path: PathBuf, size: u64, limit: u64 },
+    TotalTooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
     #[error("{0}")]
     Image(#[from] ImageError),
     #[error("failed to read bundle image: {0}")]
@@ -339,21 +341,39 @@ mod tests {
         let dir = bundle_dir();
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret.yaml"), "kind: Secret\n").unwrap();
-        symlink(dir.path().join("manifests/a.yaml"), dir.path().join("manifests/b.yaml")).unwrap();
+        symlink(
+            dir.path().join("manifests/a.yaml"),
+            dir.path().join("manifests/b.yaml"),
+        )
+        .unwrap();
         let fs = read_bundle_dir(dir.path(), &ReadLimits::default()).unwrap();
         assert!(fs.get("manifests/b.yaml").is_some());
-        symlink(outside.path().join("secret.yaml"), dir.path().join("manifests/c.yaml")).unwrap();
+        symlink(
+            outside.path().join("secret.yaml"),
+            dir.path().join("manifests/c.yaml"),
+        )
+        .unwrap();
         let err = read_bundle_dir(dir.path(), &ReadLimits::default()).unwrap_err();
-        assert!(matches!(err, BundleSourceError::SymlinkEscapes { .. }), "{err}");
+        assert!(
+            matches!(err, BundleSourceError::SymlinkEscapes { .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("c.yaml"), "{err}");
     }
 
     #[test]
     fn a_dangling_symlink_pointing_out_is_refused() {
         let dir = bundle_dir();
-        symlink("../../../nowhere/x.yaml", dir.path().join("manifests/d.yaml")).unwrap();
+        symlink(
+            "../../../nowhere/x.yaml",
+            dir.path().join("manifests/d.yaml"),
+        )
+        .unwrap();
         let err = read_bundle_dir(dir.path(), &ReadLimits::default()).unwrap_err();
-        assert!(matches!(err, BundleSourceError::SymlinkEscapes { .. }), "{err}");
+        assert!(
+            matches!(err, BundleSourceError::SymlinkEscapes { .. }),
+            "{err}"
+        );
     }
 
     #[test]
@@ -381,19 +401,30 @@ mod tests {
             max_file_bytes: 1000,
             ..ReadLimits::default()
         };
-        let err = read_bundle_dir(dir.path(), &limits).unwrap_err().to_string();
-        assert!(err.contains("big.yaml") && err.contains("2000") && err.contains("1000"), "{err}");
+        let err = read_bundle_dir(dir.path(), &limits)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("big.yaml") && err.contains("2000") && err.contains("1000"),
+            "{err}"
+        );
         let limits = ReadLimits {
             max_total_bytes: 1500,
             ..ReadLimits::default()
         };
         let err = read_bundle_dir(dir.path(), &limits).unwrap_err();
-        assert!(matches!(err, BundleSourceError::TotalTooLarge { .. }), "{err}");
+        assert!(
+            matches!(err, BundleSourceError::TotalTooLarge { .. }),
+            "{err}"
+        );
         let limits = ReadLimits {
             max_manifest_entries: 1,
             ..ReadLimits::default()
         };
         let err = read_bundle_dir(dir.path(), &limits).unwrap_err();
-        assert!(matches!(err, BundleSourceError::TooManyEntries { .. }), "{err}");
+        assert!(
+            matches!(err, BundleSourceError::TooManyEntries { .. }),
+            "{err}"
+        );
     }
 }

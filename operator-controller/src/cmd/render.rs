@@ -81,7 +81,12 @@ pub struct RenderArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Who provisions webhook certificates.
-    #[arg(long = "cert-provider", value_enum, value_name = "PROVIDER", default_value = "none")]
+    #[arg(
+        long = "cert-provider",
+        value_enum,
+        value_name = "PROVIDER",
+        default_value = "none"
+    )]
     pub cert_provider: CertProviderArg,
     /// Where pulled bundle images are unpacked (reused across runs, keyed by digest).
     #[arg(long = "cache-dir", value_name = "DIR")]
@@ -90,7 +95,11 @@ pub struct RenderArgs {
     #[arg(long = "pull-cas-dir", value_name = "DIR")]
     pub pull_cas_dir: Option<PathBuf>,
     /// Registries (`host:port` as written in image references) spoken to over plain HTTP.
-    #[arg(long = "insecure-registries", value_name = "HOST:PORT", value_delimiter = ',')]
+    #[arg(
+        long = "insecure-registries",
+        value_name = "HOST:PORT",
+        value_delimiter = ','
+    )]
     pub insecure_registries: Vec<String>,
     /// Registry credentials: a `.dockerconfigjson` file (the content of a pull secret).
     #[arg(long = "pull-secret", value_name = "FILE")]
@@ -135,7 +144,11 @@ pub fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         text.push_str("---\n");
         text.push_str(&to_yaml(object));
     }
-    if out.write_all(text.as_bytes()).and_then(|()| out.flush()).is_err() {
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
         return EXIT_RUNTIME;
     }
     EXIT_OK
@@ -236,12 +249,11 @@ fn load(args: &RenderArgs) -> Result<bundle::BundleFs, Failure> {
         })?);
     }
     if let Some(file) = &args.pull_secret {
-        let bytes = olm_api::regular_file::read_regular(file, MAX_CONFIG_BYTES).map_err(|e| {
-            Failure {
+        let bytes =
+            olm_api::regular_file::read_regular(file, MAX_CONFIG_BYTES).map_err(|e| Failure {
                 status: EXIT_USAGE,
                 message: format!("error: invalid --pull-secret: {e}"),
-            }
-        })?;
+            })?;
         config.auth = Some(DockerConfig::from_json(&bytes).map_err(|e| Failure {
             status: EXIT_USAGE,
             message: format!("error: invalid --pull-secret {}: {e}", file.display()),

@@ -143,9 +143,16 @@ fn literal_block_ok(s: &str) -> bool {
     s.contains('\n')
         && !s.starts_with(' ')
         && !s.starts_with('\n')
-        && s.chars()
-            .all(|c| c == '\n' || (!c.is_control() && c != '\u{feff}' && c != '\u{2028}' && c != '\u{2029}' && c != '\u{85}'))
-        && s.split('\n').all(|line| !line.ends_with(' ') && !line.ends_with('\t'))
+        && s.chars().all(|c| {
+            c == '\n'
+                || (!c.is_control()
+                    && c != '\u{feff}'
+                    && c != '\u{2028}'
+                    && c != '\u{2029}'
+                    && c != '\u{85}')
+        })
+        && s.split('\n')
+            .all(|line| !line.ends_with(' ') && !line.ends_with('\t'))
         && !s.contains('\t')
 }
 
@@ -169,7 +176,11 @@ fn is_plain_safe(s: &str) -> bool {
         return false;
     }
     s.chars().all(|c| {
-        c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-' | '=' | '@' | '+' | '(' | ')' | ',' | ' ' | ':')
+        c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                '.' | '_' | '/' | '-' | '=' | '@' | '+' | '(' | ')' | ',' | ' ' | ':'
+            )
     })
 }
 
@@ -180,7 +191,10 @@ mod tests {
 
     fn read_back(text: &str) -> Value {
         let mut splitter = olm_api::fbc::yaml::DocumentSplitter::new(text.as_bytes(), 1);
-        let doc = splitter.next_document().expect("splits").expect("a document");
+        let doc = splitter
+            .next_document()
+            .expect("splits")
+            .expect("a document");
         let v = olm_api::fbc::yaml::document_to_value(&doc)
             .expect("parses")
             .expect("not empty");
