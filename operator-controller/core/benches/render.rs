@@ -65,7 +65,11 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .map(PathBuf::from)
         .collect();
-    let dirs = if dirs.is_empty() { vec![default_bundle()] } else { dirs };
+    let dirs = if dirs.is_empty() {
+        vec![default_bundle()]
+    } else {
+        dirs
+    };
     for dir in dirs {
         let fs = load(&dir);
         let parsed = bundle::parse(&fs).unwrap();
