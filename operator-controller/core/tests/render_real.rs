@@ -7,6 +7,7 @@
 mod render_common;
 
 use olm_operator_core::render::RenderOptions;
+use olm_operator_core::render::yaml::to_yaml;
 use render_common::*;
 use serde_json::Value;
 
@@ -45,6 +46,13 @@ fn every_real_bundle_renders_as_upstream_renders_it() {
                 objects_compared += expected.len();
                 if let Err(diff) = compare_objects(&rendered.objects, &expected) {
                     failures.push(format!("{name}: {diff}"));
+                }
+                // What `operator-controller render` prints reads back as the same objects.
+                for object in &rendered.objects {
+                    let text = to_yaml(object);
+                    if yaml_text_value(text.as_bytes()) != *object {
+                        failures.push(format!("{name}: YAML text does not read back:\n{text}"));
+                    }
                 }
             }
         }
