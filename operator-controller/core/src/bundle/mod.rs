@@ -153,6 +153,11 @@ pub struct RegistryV1Bundle {
 }
 
 impl RegistryV1Bundle {
+    /// Parses a bundle's files ([`parse`]).
+    pub fn parse(fs: &BundleFs) -> Result<RegistryV1Bundle, BundleError> {
+        parse(fs)
+    }
+
     /// `annotations.package`.
     pub fn package_name(&self) -> &str {
         &self.annotations.package
