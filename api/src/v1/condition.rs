@@ -396,10 +396,6 @@ mod tests {
             "Installed reason of the ClusterExtension controller, not built yet",
         ),
         (
-            "ConditionReason::InvalidConfiguration",
-            "Progressing reason of the ClusterExtension controller, not built yet",
-        ),
-        (
             "ConditionReason::Unavailable",
             "upstream sets Serving=False/Unavailable on a ClusterCatalog being deleted, right before it disappears; catalogd skips that write",
         ),
