@@ -172,6 +172,10 @@ pub struct ValidateArgs {
     /// The catalog directory (a single catalog file is accepted too).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+    /// Report as warnings, not errors, what `opm validate` rejects but catalogd serves and
+    /// operator-controller resolves: an unparsable skipRange, an icon that is not base64.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// Runs the parsed command with the process's stdout and stderr.
@@ -185,7 +189,13 @@ pub fn run(cli: Cli) -> ExitCode {
 /// Runs the parsed command, writing to the given streams; returns the exit status.
 pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match cli.command {
-        Command::Validate(args) => validate_catalog(&args.dir, &Checks::default(), out, err),
+        Command::Validate(args) => {
+            let checks = Checks {
+                lenient: args.lenient,
+                ..Checks::default()
+            };
+            validate_catalog(&args.dir, &checks, out, err)
+        }
         Command::Serve(args) => {
             let tls = match (args.tls_cert, args.tls_key) {
                 (Some(cert), Some(key)) => Some(crate::server::TlsFiles { cert, key }),
@@ -428,7 +438,7 @@ mod tests {
         assert!(Cli::try_parse_from(["catalogd"]).is_err());
         let cli = Cli::try_parse_from(["catalogd", "validate", "some/dir"]).unwrap();
         assert!(
-            matches!(cli.command, Command::Validate(ValidateArgs { ref dir }) if dir == Path::new("some/dir"))
+            matches!(cli.command, Command::Validate(ValidateArgs { ref dir, lenient: false }) if dir == Path::new("some/dir"))
         );
     }
 }

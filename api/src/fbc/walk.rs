@@ -104,21 +104,45 @@ pub(crate) struct RawObject {
     pub schema: String,
     pub package: String,
     pub name: String,
-    /// The whole object (`Value::Null` only for a JSON `null` in a JSON stream).
+    /// The whole object (`Value::Null` for a JSON `null` in a JSON stream, or for an empty YAML
+    /// document when [`NullDocuments::AsObjects`] asks for those).
     pub value: Value,
     pub origin: Origin,
+    /// An empty YAML document (blank, comments only, `~`): upstream's blob for it is empty.
+    pub empty_document: bool,
 }
 
 impl RawObject {
     pub(crate) fn into_meta(self) -> Meta {
+        let blob = if self.empty_document {
+            Vec::new()
+        } else {
+            self.value.to_canonical()
+        };
         Meta {
             schema: self.schema,
             package: self.package,
             name: self.name,
-            blob: self.value.to_canonical(),
+            blob,
             origin: self.origin,
         }
     }
+}
+
+/// What to do with a YAML document that holds no value (only blank lines or comments, `---`
+/// alone, or `~`).
+///
+/// Upstream decodes such a document into an object with no schema and an empty blob. catalogd
+/// stores the empty blob, so it serves nothing for it, and neither does the resolver see
+/// anything; `opm validate` (operator-registry's `LoadFS`) rejects it: `object '' is missing
+/// root schema field`. A README whose text is only `# headings` is such a document, since
+/// every file not excluded by `.indexignore` is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NullDocuments {
+    /// Skip them (serving and resolution: nothing to serve).
+    Skip,
+    /// Report each as an object without schema (validation, as `opm validate`).
+    AsObjects,
 }
 
 /// Streams every object under `root` in upstream order, honouring `.indexignore`, calling `f` for
@@ -127,7 +151,9 @@ pub fn walk_metas_dir(
     root: &Path,
     mut f: impl FnMut(Meta) -> Result<(), WalkError>,
 ) -> Result<(), WalkError> {
-    walk_objects_dir(root, &mut |raw: RawObject| f(raw.into_meta()))
+    walk_objects_dir(root, NullDocuments::Skip, &mut |raw: RawObject| {
+        f(raw.into_meta())
+    })
 }
 
 /// Streams every object of a JSON or YAML stream (JSON Lines, concatenated JSON, `---`-separated
@@ -144,6 +170,7 @@ pub fn walk_metas_reader(
 
 pub(crate) fn walk_objects_dir<E: From<WalkError>>(
     root: &Path,
+    null_documents: NullDocuments,
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
     catalog_files(root, &mut |path: &Path| {
@@ -151,7 +178,12 @@ pub(crate) fn walk_objects_dir<E: From<WalkError>>(
             path: path.display().to_string(),
             source,
         })?;
-        read_stream(file, Arc::from(path.display().to_string()), f)
+        read_stream_with(
+            file,
+            Arc::from(path.display().to_string()),
+            null_documents,
+            f,
+        )
     })
 }
 
@@ -225,8 +257,17 @@ fn visit_dir<E: From<WalkError>>(
 const JSON_SNIFF_BYTES: usize = 4096;
 
 pub(crate) fn read_stream<E: From<WalkError>>(
+    r: impl Read,
+    file: Arc<str>,
+    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+) -> Result<(), E> {
+    read_stream_with(r, file, NullDocuments::Skip, f)
+}
+
+pub(crate) fn read_stream_with<E: From<WalkError>>(
     mut r: impl Read,
     file: Arc<str>,
+    null_documents: NullDocuments,
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
     let io_err = |source: io::Error| WalkError::Io {
@@ -240,7 +281,11 @@ pub(crate) fn read_stream<E: From<WalkError>>(
         .map_err(io_err)?;
     let is_json = String::from_utf8_lossy(&head).trim_start().starts_with('{');
     let reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(r));
-    let mut cx = StreamCx { file, index: 0 };
+    let mut cx = StreamCx {
+        file,
+        index: 0,
+        null_documents,
+    };
     if is_json {
         read_json(reader, &mut cx, f)
     } else {
@@ -252,6 +297,7 @@ struct StreamCx {
     file: Arc<str>,
     /// Objects emitted so far from this stream.
     index: usize,
+    null_documents: NullDocuments,
 }
 
 impl StreamCx {
@@ -341,6 +387,14 @@ fn read_yaml<E: From<WalkError>>(
         let next = match splitter.next_document() {
             Ok(Some(doc)) => match yaml::document_to_value(&doc) {
                 Ok(Some(v)) => to_raw_object(v, cx.origin(doc.first_line, 1), false),
+                Ok(None) if cx.null_documents == NullDocuments::AsObjects => Ok(Some(RawObject {
+                    schema: String::new(),
+                    package: String::new(),
+                    name: String::new(),
+                    value: Value::Null,
+                    origin: cx.origin(doc.first_line, 1),
+                    empty_document: true,
+                })),
                 Ok(None) => continue,
                 Err(e) => Err(WalkError::Syntax {
                     at: cx.origin(e.line, e.column),
@@ -381,6 +435,7 @@ fn to_raw_object(v: Value, at: Origin, from_json: bool) -> Result<Option<RawObje
                 name: String::new(),
                 value: Value::Null,
                 origin: at,
+                empty_document: false,
             }));
         }
         Value::Null => return Ok(None),
@@ -401,6 +456,7 @@ fn to_raw_object(v: Value, at: Origin, from_json: bool) -> Result<Option<RawObje
         name,
         value: Value::Object(obj),
         origin: at,
+        empty_document: false,
     }))
 }
 

@@ -7,16 +7,15 @@
 //! without filters) come from the copy compressed at store time instead of being compressed per
 //! request, and carry a `Content-Length`; uncompressed `/metas` responses carry one too.
 
+// The pure parsers (`conditional`, `gotime`, `path`, `range`, `negotiate`) are also compiled
+// into the fuzz targets by path (fuzz/src/http_parsers.rs): keep them free of crate-internal
+// dependencies other than each other.
 mod body;
-#[doc(hidden)]
-pub mod conditional;
-#[doc(hidden)]
-pub mod gotime;
+mod conditional;
+mod gotime;
 mod negotiate;
-#[doc(hidden)]
-pub mod path;
-#[doc(hidden)]
-pub mod range;
+mod path;
+mod range;
 
 use axum::Router;
 use axum::body::Body;
@@ -31,7 +30,7 @@ use body::Piece;
 use conditional::{Rules, Verdict};
 use range::{ByteRange, RangeError};
 
-pub use negotiate::{accepts_gzip, go_parse_query, parse_metas_query, validate_catalog_name};
+pub use negotiate::{accepts_gzip, validate_catalog_name};
 
 const JSONL: &str = "application/jsonl";
 
