@@ -346,13 +346,16 @@ pub fn validate_catalog(
     }
 }
 
-/// The catalog root must exist and be readable; problems below it are catalog errors instead.
+/// The catalog root must exist and be readable (a directory, or a regular file: a FIFO would
+/// block the open); problems below it are catalog errors instead.
 fn check_readable(dir: &Path) -> std::io::Result<()> {
     let meta = std::fs::metadata(dir)?;
     if meta.is_dir() {
         std::fs::read_dir(dir).map(drop)
     } else {
-        std::fs::File::open(dir).map(drop)
+        olm_api::regular_file::open_regular(dir)
+            .map(drop)
+            .map_err(|e| e.into_io_error())
     }
 }
 

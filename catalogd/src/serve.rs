@@ -51,10 +51,12 @@ pub fn catalog_name(dir: &Path, name: Option<&str>) -> Result<String, String> {
 
 /// Runs `serve` to completion; returns the exit status.
 pub fn run(opts: ServeOptions, err: &mut dyn Write) -> u8 {
-    if let Err(e) = std::fs::read_dir(&opts.dir)
-        .map(drop)
-        .or_else(|_| std::fs::File::open(&opts.dir).map(drop))
-    {
+    // A root that is not a directory must be a regular file: opening a FIFO would block.
+    if let Err(e) = std::fs::read_dir(&opts.dir).map(drop).or_else(|_| {
+        olm_api::regular_file::open_regular(&opts.dir)
+            .map(drop)
+            .map_err(|e| e.into_io_error())
+    }) {
         let _ = writeln!(
             err,
             "error: cannot read catalog {}: {e}",

@@ -17,19 +17,52 @@
 //! Memory: one object at a time. JSON is split into objects on the fly; YAML is split into
 //! documents line by line; no file is read whole.
 //!
+//! Hostile input (every limit is also in docs/SECURITY.md):
+//!
+//! | input | outcome |
+//! |---|---|
+//! | a FIFO, device or socket (directly or through a symlink, e.g. to `/dev/zero`) | error naming it: `not a regular file (a FIFO)`; never opened blocking, never read |
+//! | a `.indexignore` that is not a regular file, or over [`MAX_INDEX_IGNORE_BYTES`] | the same error, naming the `.indexignore` |
+//! | a catalog file over [`MAX_CATALOG_FILE_BYTES`] (or growing past it while read) | error naming the file and both sizes |
+//! | one JSON value or YAML document over [`MAX_OBJECT_BYTES`] | error at the object's line and column |
+//! | a YAML document whose aliases and merge keys expand it past [`MAX_OBJECT_BYTES`] | error at the alias (see [`super::yaml`]) |
+//! | a path the OS refuses (longer than `PATH_MAX`) | error naming that path, not the catalog root |
+//!
 //! Each object's top-level keys `schema`, `package` and `name` are found case-insensitively (upstream
 //! matches them with Unicode case folding); two top-level keys that differ only in case are an error,
 //! and so is a non-string value for one of those three keys.
 
 use std::fmt;
-use std::fs::{self, DirEntry, File};
+use std::fs::{self, DirEntry};
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 use std::sync::Arc;
 
 use super::gojson::{self, Object, Value};
 use super::indexignore::{INDEX_IGNORE_FILE, IgnoreMatcher};
-use super::yaml::{self, DocumentSplitter, SplitError};
+use super::yaml::{self, DocumentSplitter, SplitError, YamlError};
+use crate::regular_file::{FileError, open_regular_bounded};
+
+/// Largest catalog file read (1 GiB). Files are streamed, so this bounds time, not memory; the
+/// largest real catalog file seen is 4.3 MB, and a whole index rendered into one file stays far
+/// below it.
+pub const MAX_CATALOG_FILE_BYTES: u64 = 1 << 30;
+
+/// Largest single object: one JSON value, or one YAML document as written and as its aliases
+/// expand it (16 MiB; the largest real object, a bundle embedding its manifests, is 1.2 MB).
+/// Memory per object is a small multiple of this.
+pub const MAX_OBJECT_BYTES: usize = 16 << 20;
+
+/// Largest `.indexignore` read (1 MiB).
+pub const MAX_INDEX_IGNORE_BYTES: u64 = 1 << 20;
+
+/// A [`FileError`] as the walk reports it: the path, and what is wrong with the file.
+pub(crate) fn file_error(e: FileError) -> WalkError {
+    WalkError::Io {
+        path: e.path.display().to_string(),
+        source: e.into_io_error(),
+    }
+}
 
 /// Where an object was read from (`Default`: nowhere in particular, line 0).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -174,10 +207,7 @@ pub(crate) fn walk_objects_dir<E: From<WalkError>>(
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
     catalog_files(root, &mut |path: &Path| {
-        let file = File::open(path).map_err(|source| WalkError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let file = open_regular_bounded(path, MAX_CATALOG_FILE_BYTES).map_err(file_error)?;
         read_stream_with(
             file,
             Arc::from(path.display().to_string()),
@@ -202,7 +232,7 @@ pub fn catalog_files<E: From<WalkError>>(
     if !meta.is_dir() {
         return visit(root);
     }
-    let matcher = IgnoreMatcher::load(root).map_err(|e| io_err(root, e))?;
+    let matcher = IgnoreMatcher::load(root)?;
     visit_dir(root, &mut Vec::new(), &matcher, visit)
 }
 
@@ -324,14 +354,24 @@ fn read_json<E: From<WalkError>>(
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let Some((line, column)) =
-            splitter
-                .next_value(&mut buf)
-                .map_err(|source| WalkError::Io {
+        let next = match splitter.next_value(&mut buf) {
+            Ok(next) => next,
+            Err(SplitError::Io(source)) => {
+                return Err(WalkError::Io {
                     path: cx.file.to_string(),
                     source,
-                })?
-        else {
+                }
+                .into());
+            }
+            Err(SplitError::Syntax(e)) => {
+                return Err(WalkError::Syntax {
+                    at: cx.origin(e.line, e.column),
+                    message: e.message,
+                }
+                .into());
+            }
+        };
+        let Some((line, column)) = next else {
             return Ok(());
         };
         let decoded = match gojson::parse(&buf) {
@@ -545,6 +585,19 @@ static STRUCTURAL: [bool; 256] = {
     t
 };
 
+/// Why splitting stopped inside [`JsonSplitter`].
+enum Bounded {
+    Io(io::Error),
+    /// The value starting at this line and column is over [`MAX_OBJECT_BYTES`].
+    TooLarge(usize, usize),
+}
+
+impl From<io::Error> for Bounded {
+    fn from(e: io::Error) -> Self {
+        Bounded::Io(e)
+    }
+}
+
 /// Splits a JSON stream into top-level values without parsing them.
 struct JsonSplitter<R> {
     reader: R,
@@ -554,8 +607,20 @@ struct JsonSplitter<R> {
 
 impl<R: BufRead> JsonSplitter<R> {
     /// Appends the next value's bytes to `buf`; returns its starting line/column, or `None` at
-    /// the end of the stream. Malformed input yields a slice the parser will reject.
-    fn next_value(&mut self, buf: &mut Vec<u8>) -> io::Result<Option<(usize, usize)>> {
+    /// the end of the stream. Malformed input yields a slice the parser will reject. A value
+    /// over [`MAX_OBJECT_BYTES`] is an error at its start.
+    fn next_value(&mut self, buf: &mut Vec<u8>) -> Result<Option<(usize, usize)>, SplitError> {
+        self.next_value_bounded(buf).map_err(|e| match e {
+            Bounded::Io(e) => SplitError::Io(e),
+            Bounded::TooLarge(line, column) => SplitError::Syntax(YamlError {
+                line,
+                column,
+                message: format!("object is larger than the limit of {MAX_OBJECT_BYTES} bytes"),
+            }),
+        })
+    }
+
+    fn next_value_bounded(&mut self, buf: &mut Vec<u8>) -> Result<Option<(usize, usize)>, Bounded> {
         // Skip JSON whitespace.
         loop {
             let chunk = self.reader.fill_buf()?;
@@ -650,6 +715,9 @@ impl<R: BufRead> JsonSplitter<R> {
                 i += 1;
             }
             let n = end.unwrap_or(chunk.len());
+            if buf.len() + n > MAX_OBJECT_BYTES {
+                return Err(Bounded::TooLarge(start.0, start.1));
+            }
             buf.extend_from_slice(&chunk[..n]);
             advance(&mut self.line, &mut self.column, &chunk[..n]);
             self.reader.consume(n);

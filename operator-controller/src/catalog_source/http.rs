@@ -37,10 +37,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use olm_api::fbc::{DeclarativeConfig, LoadError, SCHEMA_PACKAGE};
+use olm_api::regular_file::read_regular;
 use reqwest::{StatusCode, Url};
 use tokio::sync::OnceCell;
 
 use crate::resolve::PackageContent;
+
+/// Largest CA bundle read from `--catalogd-ca-file` (4 MiB; a bundle of every public CA is
+/// about 200 KiB).
+pub const MAX_CA_FILE_BYTES: u64 = 4 << 20;
 
 /// Client settings.
 #[derive(Clone, Debug)]
@@ -74,11 +79,12 @@ impl Default for ClientOptions {
 }
 
 impl ClientOptions {
-    /// Trusts the PEM certificates in `path` as well.
+    /// Trusts the PEM certificates in `path` as well. The file must be a regular file of at most
+    /// [`MAX_CA_FILE_BYTES`] (a FIFO or `/dev/zero` is refused, not read).
     pub fn with_ca_file(mut self, path: &Path) -> Result<ClientOptions, ClientError> {
-        let pem = std::fs::read(path).map_err(|source| ClientError::CaFile {
+        let pem = read_regular(path, MAX_CA_FILE_BYTES).map_err(|e| ClientError::CaFile {
             path: path.display().to_string(),
-            message: source.to_string(),
+            message: e.detail(),
         })?;
         self.extra_ca_pem = Some(pem);
         Ok(self)
