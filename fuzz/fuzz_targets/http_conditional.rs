@@ -22,7 +22,11 @@ const HEADERS: [&str; 6] = [
 
 fuzz_target!(|data: &[u8]| {
     let parts = split_parts(data, 8);
-    let text = |i: usize| parts.get(i).map(|p| String::from_utf8_lossy(p).into_owned());
+    let text = |i: usize| {
+        parts
+            .get(i)
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+    };
     if let Some(t) = text(0) {
         let _ = gotime::parse_http_time(&t);
     }

@@ -20,7 +20,10 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(ranges) = parse_range(header, size) {
         for r in &ranges {
-            assert!(r.start <= size && r.len <= size - r.start, "{r:?} outside {size}");
+            assert!(
+                r.start <= size && r.len <= size - r.start,
+                "{r:?} outside {size}"
+            );
             let _ = r.content_range(size);
         }
         let _ = total_len(&ranges);

@@ -36,7 +36,11 @@ fuzz_target!(|data: &[u8]| {
         let names: Vec<_> = std::fs::read_dir(parent.path())
             .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
             .unwrap_or_default();
-        assert_eq!(names, vec![std::ffi::OsString::from("root")], "wrote beside the root");
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("root")],
+            "wrote beside the root"
+        );
         check_inside(&root, &root);
     }
 });
@@ -56,7 +60,10 @@ fn check_inside(root: &Path, dir: &Path) {
         };
         if meta.file_type().is_symlink() {
             if let Ok(real) = path.canonicalize() {
-                assert!(real.starts_with(&real_root), "{path:?} resolves to {real:?}");
+                assert!(
+                    real.starts_with(&real_root),
+                    "{path:?} resolves to {real:?}"
+                );
             }
         } else if meta.is_dir() {
             check_inside(root, &path);

@@ -510,9 +510,29 @@ pub(crate) fn fold_key(key: &str) -> String {
     }
 }
 
+/// Whether `key` is its own fold (ASCII without capitals). Two distinct such keys never fold
+/// alike, so only the other keys need folding: an object of a million plain keys costs no
+/// allocation here.
+fn is_own_fold(key: &str) -> bool {
+    key.is_ascii() && !key.bytes().any(|b| b.is_ascii_uppercase())
+}
+
 fn meta_keys(obj: &Object) -> Result<(String, String, String), String> {
-    let mut folded: Vec<(String, &str)> = obj.iter().map(|(k, _)| (fold_key(k), k)).collect();
+    // Keys that fold to something else, with their fold; plus any plain key equal to such a
+    // fold (`name` beside `Name`), which belongs to the same group.
+    let mut folded: Vec<(String, &str)> = obj
+        .iter()
+        .filter(|(k, _)| !is_own_fold(k))
+        .map(|(k, _)| (fold_key(k), k))
+        .collect();
+    let plain_partners: Vec<(String, &str)> = folded
+        .iter()
+        .filter_map(|(f, _)| obj.get_key(f).filter(|k| is_own_fold(k)))
+        .map(|k| (k.to_owned(), k))
+        .collect();
+    folded.extend(plain_partners);
     folded.sort();
+    folded.dedup();
     let mut dups: Vec<String> = Vec::new();
     let mut i = 0;
     while i < folded.len() {
@@ -535,7 +555,14 @@ fn meta_keys(obj: &Object) -> Result<(String, String, String), String> {
     }
     let mut out = [String::new(), String::new(), String::new()];
     for (slot, field) in out.iter_mut().zip(["schema", "package", "name"]) {
-        let found = obj.iter().find(|(k, _)| fold_key(k) == field);
+        // No duplicates are left, so at most one key folds to `field`.
+        let found = match obj.get(field) {
+            Some(v) => Some((field, v)),
+            None => folded
+                .iter()
+                .find(|(f, _)| f == field)
+                .and_then(|(_, k)| obj.get(k).map(|v| (*k, v))),
+        };
         match found {
             None => {}
             Some((_, Value::String(s))) => *slot = s.clone(),
@@ -787,6 +814,19 @@ mod tests {
             ),
             ("olm.bundle", "p", "n")
         );
+    }
+
+    #[test]
+    fn non_ascii_keys_folding_to_a_plain_key_collide_or_count_as_it() {
+        // `ſ` (long s) folds to `s`, as Unicode case folding does upstream.
+        let e = metas("{\"ſchema\":\"a\",\"schema\":\"b\"}").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(r#"duplicate keys for key "schema": [schema ſchema]"#),
+            "{e}"
+        );
+        let ms = metas("{\"ſchema\":\"olm.package\",\"name\":\"x\"}").unwrap();
+        assert_eq!(ms[0].schema, "olm.package");
     }
 
     #[test]
