@@ -94,10 +94,12 @@ fn read_cas(dir: &std::path::Path) -> Result<Vec<u8>, RunError> {
     entries.sort();
     let mut bundle = Vec::new();
     for path in entries.into_iter().filter(|p| p.is_file()) {
-        let bytes = std::fs::read(&path).map_err(|source| RunError::Cas {
-            path: path.clone(),
-            source,
-        })?;
+        // Regular files only, bounded (docs/SECURITY.md): a CA bundle is a few hundred KiB.
+        let bytes =
+            olm_api::regular_file::read_regular(&path, 4 << 20).map_err(|e| RunError::Cas {
+                path: path.clone(),
+                source: e.into_io_error(),
+            })?;
         bundle.extend_from_slice(&bytes);
         bundle.push(b'\n');
     }
