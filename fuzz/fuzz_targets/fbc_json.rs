@@ -7,7 +7,12 @@ use olm_api::fbc::{Checks, DeclarativeConfig, validate, walk_metas_reader};
 
 fuzz_target!(|data: &[u8]| {
     let _ = walk_metas_reader(data, "fuzz", |m| {
-        // A blob is compact canonical JSON: re-reading it must give the same blob.
+        // An object's blob is compact canonical JSON: re-reading it must give the same blob.
+        // (A `null` in a JSON stream is served as the blob `null`; alone it is not a JSON
+        // stream, as upstream reads it too.)
+        if !m.blob.starts_with(b"{") {
+            return Ok(());
+        }
         let mut again = Vec::new();
         walk_metas_reader(&m.blob[..], "blob", |n| {
             again.push(n.blob);
