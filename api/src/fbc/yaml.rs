@@ -38,6 +38,12 @@
 //! sequence of merged maps the first map wins. Non-string keys become strings as sigs.k8s.io/yaml
 //! does (`1` → `"1"`, `true` → `"true"`, `1.5` → `"1.5"` via float32 formatting); `null`, large
 //! unsigned, list and map keys are errors.
+//!
+//! Bounds (hostile input): a document is at most [`MAX_OBJECT_BYTES`] as written, and as it
+//! expands: every scalar and key counts its text plus two bytes, and an alias (also behind a
+//! merge key) counts the whole expanded size of what it copies, charged before the copy is made.
+//! So a 1 MB file aliasing a 1 MiB string 2,000 times stops at 16 MiB instead of taking 2 GB.
+//! Alias-copied nodes are also capped at 10,000,000, and nesting at the parser's recursion limit.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read};
