@@ -31,7 +31,10 @@ STAMP="${OUT}/.complete"
 
 binary_ok() {
   [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${K8S_VERSION}" && -x "${BIN}" ]] || return 1
-  "${BIN}" version --client 2>/dev/null | grep -q "Client Version: ${K8S_VERSION}"
+  # Output captured first (see build-control-plane.sh: grep -q under pipefail can SIGPIPE).
+  local v
+  v="$("${BIN}" version --client 2>/dev/null)" || return 1
+  [[ "${v}" == *"Client Version: ${K8S_VERSION}"* ]]
 }
 
 if binary_ok; then
