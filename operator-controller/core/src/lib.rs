@@ -15,9 +15,14 @@
 //! - [`release`]: installed state as Helm release records in upstream's chunked Secret format
 //!   (model, chart and manifest synthesis, Secret encoding and decoding, history).
 //! - [`gating`]: OpenShift upgrade gating on `olm.maxOpenShiftVersion`.
+//! - [`status`]: the ClusterExtension status a reconcile publishes, and the policy after a
+//!   failed resolution.
+//! - [`catalog_changes`]: which ClusterExtensions a ClusterCatalog change concerns.
 
 pub mod apply_plan;
+pub mod catalog_changes;
 pub mod crd_upgrade;
 pub mod gating;
 pub mod release;
 pub mod resolve;
+pub mod status;
