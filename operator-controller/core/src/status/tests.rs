@@ -35,10 +35,7 @@ fn reached() -> Progress {
     Progress::Reached { notes: vec![] }
 }
 
-fn condition<'a>(
-    status: &'a ClusterExtensionStatus,
-    type_: ConditionType,
-) -> &'a olm_api::v1::Condition {
+fn condition(status: &ClusterExtensionStatus, type_: ConditionType) -> &olm_api::v1::Condition {
     find_condition(&status.conditions, type_).unwrap_or_else(|| panic!("{type_:?} missing"))
 }
 
