@@ -41,6 +41,11 @@ pub enum Command {
     /// its false positives); exit 0 safe, 1 unsafe, 2 usage.
     #[command(after_help = EXIT_STATUS_HELP)]
     CrdUpgradeCheck(cmd::crd_upgrade_check::Args),
+    /// Render a registry+v1 bundle (directory or image) into the objects a ClusterExtension
+    /// would install, as a YAML stream; exit 1 with upstream's message for an invalid bundle or
+    /// configuration, 2 for usage errors, 3 when the image cannot be pulled.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Render(cmd::render::RenderArgs),
 }
 
 /// Runs the parsed command with the process's stdout and stderr.
@@ -57,6 +62,7 @@ pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     match cli.command {
         Command::Resolve(args) => cmd::resolve::run(&args, out, err),
         Command::CrdUpgradeCheck(args) => cmd::crd_upgrade_check::run(&args, out, err),
+        Command::Render(args) => cmd::render::run(&args, out, err),
     }
 }
 

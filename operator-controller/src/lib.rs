@@ -3,13 +3,15 @@
 //! - [`resolve`]: the pure resolver, re-exported from `olm-operator-core` (the crate that holds
 //!   every IO-free decision).
 //! - [`catalog_source`]: a package's content from catalogd over HTTP (cached) or a directory.
-//! - [`cli`]: the `operator-controller` command line; its modes are in [`cmd`] (`resolve`, `crd-upgrade-check`).
+//! - [`bundle_source`]: a registry+v1 bundle's files from a directory or an image, bounded.
+//! - [`cli`]: the `operator-controller` command line; its modes are in [`cmd`] (`resolve`, `render`, `crd-upgrade-check`).
 //! - [`apply`]: writes extensions' objects to the cluster and keeps them there (server-side
 //!   apply, collisions, pruning, uninstall, impersonation, drift watches, availability).
 //! - [`storage`]: installed state (Helm release records in chunked Secrets) through the
 //!   Kubernetes API.
 
 pub mod apply;
+pub mod bundle_source;
 pub mod catalog_source;
 pub mod cli;
 pub mod cmd;

@@ -2,4 +2,5 @@
 //! `run`.
 
 pub mod crd_upgrade_check;
+pub mod render;
 pub mod resolve;
