@@ -13,6 +13,8 @@ mod catalogd;
 mod catalogd_in_process;
 mod control_plane;
 mod dev_env;
+mod extension_install;
+mod extension_upgrade;
 mod loopback;
 mod openshift;
 mod release_storage;

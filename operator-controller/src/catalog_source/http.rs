@@ -553,13 +553,12 @@ impl CatalogdClient {
         let url = metas_url(base_url, &[("schema", SCHEMA_PACKAGE)]);
         let body = self.get(&url).await?;
         let body: &[u8] = &body;
-        let config =
-            DeclarativeConfig::from_reader(body, url.as_str()).map_err(|source| {
-                FetchError::Parse {
-                    url: url.to_string(),
-                    source,
-                }
-            })?;
+        let config = DeclarativeConfig::from_reader(body, url.as_str()).map_err(|source| {
+            FetchError::Parse {
+                url: url.to_string(),
+                source,
+            }
+        })?;
         Ok(config.packages.into_iter().map(|p| p.name).collect())
     }
 }

@@ -74,6 +74,12 @@ pub enum BundleFailure {
     Record(#[from] StoreError),
     #[error(transparent)]
     ReleasePlan(#[from] ReleasePlanError),
+    /// Discovery of the kinds to render the release manifest with.
+    #[error(transparent)]
+    Scopes(#[from] crate::storage::scopes::ScopesError),
+    /// The stored manifest of a release could not be read.
+    #[error(transparent)]
+    StoredManifest(#[from] ManifestError),
 }
 
 impl BundleFailure {
@@ -163,6 +169,8 @@ pub enum PublishError {
     },
     #[error(transparent)]
     Status(#[from] olm_runtime::status::StatusError),
+    #[error("failed to encode a patch: {0}")]
+    Encode(String),
 }
 
 impl PublishError {
@@ -171,6 +179,7 @@ impl PublishError {
         match self {
             PublishError::Metadata { source, .. } => olm_runtime::finalizer::is_conflict(source),
             PublishError::Status(e) => e.is_conflict(),
+            PublishError::Encode(_) => false,
         }
     }
 }

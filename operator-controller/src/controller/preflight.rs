@@ -213,7 +213,9 @@ async fn stored_objects(
         );
     }
     if versions.is_empty() {
-        return Err("no version of the installed CRD is served, so its objects cannot be read".into());
+        return Err(
+            "no version of the installed CRD is served, so its objects cannot be read".into(),
+        );
     }
     let mut objects = Vec::new();
     for version in versions {
