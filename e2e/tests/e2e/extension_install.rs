@@ -33,6 +33,8 @@ pub struct Fixture {
     pub catalogs: Catalogs,
     pub catalog: String,
     pub catalog_repo: String,
+    /// The catalog image reference (`<catalog_repo>:latest`).
+    pub catalog_image: String,
 }
 
 impl Fixture {
@@ -51,15 +53,44 @@ impl Fixture {
         bundles: &[BundleSpec],
         channel: &[(String, Option<String>)],
     ) -> Fixture {
+        let channels = vec![ChannelSpec {
+            name: "stable".into(),
+            entries: channel.to_vec(),
+        }];
+        Fixture::with_channels(registry, package, bundles, channels).await
+    }
+
+    /// Bundles pushed, listed in a catalog with `channels` (the first one the default).
+    pub async fn with_channels(
+        registry: &Registry,
+        package: &str,
+        bundles: &[BundleSpec],
+        channels: Vec<ChannelSpec>,
+    ) -> Fixture {
+        Fixture::with_catalog(registry, package, bundles, channels, BTreeMap::new()).await
+    }
+
+    /// As [`Fixture::with_channels`], and the catalog also lists `unpushed` (version → image)
+    /// whose images do not exist.
+    pub async fn with_catalog(
+        registry: &Registry,
+        package: &str,
+        bundles: &[BundleSpec],
+        channels: Vec<ChannelSpec>,
+        unpushed: BTreeMap<String, String>,
+    ) -> Fixture {
         let repo = unique_name("bundles");
         let mut images = BTreeMap::new();
         for spec in bundles {
             images.insert(spec.version.clone(), spec.push(registry, &repo).await);
         }
         let catalog_repo = unique_name("catalog");
-        let image = catalog_spec(package, &images, channel)
-            .push(registry, &catalog_repo, "latest")
-            .await;
+        let mut listed = images.clone();
+        listed.extend(unpushed);
+        let mut spec = catalog_spec(package, &listed, &[]);
+        spec.default_channel = channels[0].name.clone();
+        spec.channels = channels;
+        let image = spec.push(registry, &catalog_repo, "latest").await;
         let catalogs = Catalogs::start(registry).await;
         let catalog = catalogs.serve("cat", &image, Some(1)).await;
         Fixture {
@@ -69,6 +100,7 @@ impl Fixture {
             catalogs,
             catalog,
             catalog_repo,
+            catalog_image: image,
         }
     }
 }
@@ -232,6 +264,27 @@ async fn install_latest_then_uninstall_removes_everything() {
         "ProbesSucceeded",
     )
     .await;
+
+    // Metrics (issue 11 item 9), on the ops listener as catalogd serves them.
+    let metrics = reqwest::get(format!("{}/metrics", oc.health_root))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for family in [
+        "operator_controller_reconciles_total{result=\"success\"}",
+        "operator_controller_reconcile_duration_seconds_bucket",
+        "operator_controller_resolution_duration_seconds_count",
+        "operator_controller_unpack_duration_seconds_count 1",
+        "operator_controller_extensions{installed=\"True\",progressing=\"Succeeded\"} 1",
+        "operator_controller_applied_objects_total",
+    ] {
+        assert!(
+            metrics.contains(family),
+            "{family} missing from:\n{metrics}"
+        );
+    }
 
     // The release record is where upstream's tools look for it.
     let records = release_secrets(&oc, &name).await;
