@@ -382,3 +382,113 @@ async fn a_new_catalog_image_under_the_same_tag_upgrades_automatically() {
     delete_extension(&oc, &api, &name).await;
     delete_namespace(&client, &ns).await;
 }
+
+fn widget_schema_with_color(color: serde_json::Value) -> serde_json::Value {
+    json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}, "color": color}},
+    }})
+}
+
+/// Issue 17, data-aware mode (`--crd-upgrade-safety-data-aware`): tightening an enum that no
+/// stored object violates proceeds with a warning in `Progressing` (still `Succeeded`); one that
+/// a stored object violates is refused, naming that object; the old bundle stays installed.
+#[tokio::test]
+async fn data_aware_crd_upgrade_safety_checks_the_stored_objects() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let package = unique_name("pkg");
+    let bundles = [
+        BundleSpec::new(&package, "1.0.0"),
+        BundleSpec::new(&package, "1.0.1").with_crd_schema(widget_schema_with_color(
+            json!({"type": "string", "enum": ["red", "blue"]}),
+        )),
+        BundleSpec::new(&package, "1.0.2").with_crd_schema(widget_schema_with_color(
+            json!({"type": "string", "enum": ["blue"]}),
+        )),
+    ];
+    let fixture = Fixture::with_bundles(
+        &env.registry,
+        &package,
+        &bundles,
+        &chain(&package, &["1.0.0", "1.0.1", "1.0.2"]),
+    )
+    .await;
+    let mut options = Options::new(&env.registry);
+    options.args.push("--crd-upgrade-safety-data-aware".into());
+    let oc = OperatorController::start(options).await;
+    let ns = create_namespace(&client, "dataaware").await;
+    let api = extensions().await;
+    let name = unique_name("ext");
+    create_extension(oc.extension(&name, &ns, &package, &fixture.catalog, Some("1.0.0"))).await;
+    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
+        .await;
+
+    // A stored object with color "red".
+    let group = format!("{package}.e2e.olm.test");
+    let resource = kube::api::ApiResource {
+        group: group.clone(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let widgets: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns, &resource);
+    let widget: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1"), "kind": "Widget",
+        "metadata": {"name": "red-widget"}, "spec": {"size": 1, "color": "red"},
+    }))
+    .unwrap();
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+
+    // Enum added: upstream refuses; no stored object violates it: allowed with a warning.
+    patch_spec(
+        &api,
+        &name,
+        json!({"source": {"catalog": {"version": "1.0.1"}}}),
+    )
+    .await;
+    let e = oc
+        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+        .await;
+    assert_eq!(
+        installed_bundle(&e),
+        Some((bundle_name(&package, "1.0.1"), "1.0.1".into()))
+    );
+    assert_eq!(
+        message(&e, ConditionType::Progressing),
+        format!(
+            "Desired state reached\nCRD \"widgets.{group}\": upstream's check refuses this upgrade (1 violation); allowed because no stored object violates the new schema (1 object checked)"
+        )
+    );
+
+    // Enum value "red" removed while a stored object uses it: refused, naming the object.
+    patch_spec(
+        &api,
+        &name,
+        json!({"source": {"catalog": {"version": "1.0.2"}}}),
+    )
+    .await;
+    let e = oc
+        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Retrying")
+        .await;
+    let text = message(&e, ConditionType::Progressing);
+    assert!(
+        text.starts_with(&format!(
+            "error for resolved bundle \"{package}.v1.0.2\" with version \"1.0.2\": 1 CRD, 1 violation\nvalidating upgrade for CRD \"widgets.{group}\": v1: ^.spec.color: enum: allowed enum values removed : [\"red\"]\ndata-aware check of CRD \"widgets.{group}\" (1 object checked): refused"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("red-widget"), "{text}");
+    assert_eq!(
+        installed_bundle(&e),
+        Some((bundle_name(&package, "1.0.1"), "1.0.1".into())),
+        "the old bundle stays installed"
+    );
+    let _ = widgets.delete("red-widget", &DeleteParams::default()).await;
+    delete_extension(&oc, &api, &name).await;
+    delete_namespace(&client, &ns).await;
+}
