@@ -77,6 +77,24 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// The flags `config/manager/operator-controller.yaml` passes are the binary's.
+    #[test]
+    fn the_manager_manifest_passes_flags_the_binary_accepts() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../config/manager/operator-controller.yaml");
+        let text = std::fs::read_to_string(&path).expect("the manager manifest");
+        let args: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter_map(|l| l.strip_prefix("- "))
+            .filter(|a| *a == "run" || a.starts_with("--"))
+            .collect();
+        assert!(args.len() > 3, "{args:?}");
+        let cli = Cli::try_parse_from(std::iter::once("operator-controller").chain(args.clone()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert!(matches!(cli.command, Command::Run(_)));
+    }
+
     #[test]
     fn help_lists_the_exit_statuses() {
         let help = Cli::try_parse_from(["operator-controller", "resolve", "--help"])

@@ -14,6 +14,7 @@ mod catalogd_in_process;
 mod control_plane;
 mod dev_env;
 mod extension_install;
+mod extension_rbac;
 mod extension_scenarios;
 mod extension_upgrade;
 mod loopback;
