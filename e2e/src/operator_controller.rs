@@ -170,22 +170,7 @@ impl OperatorController {
         catalog: &str,
         version: Option<&str>,
     ) -> Value {
-        let mut source = json!({
-            "packageName": package,
-            "selector": {"matchLabels": {CATALOG_NAME_LABEL: catalog}},
-        });
-        if let Some(v) = version {
-            source["version"] = json!(v);
-        }
-        json!({
-            "apiVersion": "olm.operatorframework.io/v1",
-            "kind": "ClusterExtension",
-            "metadata": {"name": name, "labels": {INSTANCE_LABEL: self.instance}},
-            "spec": {
-                "namespace": namespace,
-                "source": {"sourceType": "Catalog", "catalog": source},
-            },
-        })
+        extension_body(&self.instance, name, namespace, package, catalog, version)
     }
 
     /// Waits until the extension's condition `type_` has `status` and `reason` for its current
@@ -227,6 +212,33 @@ impl OperatorController {
         })
         .await
     }
+}
+
+/// The ClusterExtension `extension` builds, for an instance that may not run yet.
+pub fn extension_body(
+    instance: &str,
+    name: &str,
+    namespace: &str,
+    package: &str,
+    catalog: &str,
+    version: Option<&str>,
+) -> Value {
+    let mut source = json!({
+        "packageName": package,
+        "selector": {"matchLabels": {CATALOG_NAME_LABEL: catalog}},
+    });
+    if let Some(v) = version {
+        source["version"] = json!(v);
+    }
+    json!({
+        "apiVersion": "olm.operatorframework.io/v1",
+        "kind": "ClusterExtension",
+        "metadata": {"name": name, "labels": {INSTANCE_LABEL: instance}},
+        "spec": {
+            "namespace": namespace,
+            "source": {"sourceType": "Catalog", "catalog": source},
+        },
+    })
 }
 
 async fn ensure_namespace(client: &kube::Client, name: &str) {

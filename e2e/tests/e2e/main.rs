@@ -16,6 +16,7 @@ mod dev_env;
 mod extension_install;
 mod extension_rbac;
 mod extension_scenarios;
+mod extension_takeover;
 mod extension_upgrade;
 mod loopback;
 mod openshift;

@@ -647,11 +647,7 @@ async fn pull_and_render(
         ctx.metrics.observe_unpack(started.elapsed().as_secs_f64());
     }
     let parsed = bundle::parse(&pulled.fs)?;
-    let others: BTreeSet<(String, String)> = parsed
-        .others
-        .iter()
-        .map(|o| (o.kind().to_owned(), o.name().to_owned()))
-        .collect();
+    let others = bundle_manifests(&parsed);
     let options = RenderOptions {
         install_namespace: extension.spec.namespace.clone(),
         config: extension
@@ -667,10 +663,19 @@ async fn pull_and_render(
     Ok((rendered, others))
 }
 
+/// (kind, name) of the bundle's own manifests other than the CSV and CRDs.
+pub fn bundle_manifests(bundle: &bundle::RegistryV1Bundle) -> BTreeSet<(String, String)> {
+    bundle
+        .others
+        .iter()
+        .map(|o| (o.kind().to_owned(), o.name().to_owned()))
+        .collect()
+}
+
 /// Objects as upstream's chart holds them: the bundle's own manifests (other than the CSV and
 /// CRDs) as unstructured objects, everything generated as typed ones. A bundle object is
 /// recognised by kind and name.
-fn chart_objects(
+pub fn chart_objects(
     rendered: &render::Rendered,
     others: &BTreeSet<(String, String)>,
 ) -> Vec<ChartObject> {
