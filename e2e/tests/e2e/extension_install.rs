@@ -185,6 +185,38 @@ pub async fn release_secrets(oc: &OperatorController, extension: &str) -> Vec<Se
         .items
 }
 
+/// (kind, namespace/name) of every object labelled `owner-name=<extension>` of the kinds the
+/// test bundles install.
+pub async fn labelled_objects(client: &kube::Client, extension: &str) -> Vec<(String, String)> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use kube::api::{ApiResource, DynamicObject};
+    let selector = format!("olm.operatorframework.io/owner-name={extension}");
+    let mut out = Vec::new();
+    for resource in [
+        ApiResource::erase::<ConfigMap>(&()),
+        ApiResource::erase::<Deployment>(&()),
+        ApiResource::erase::<ServiceAccount>(&()),
+        ApiResource::erase::<ClusterRole>(&()),
+        ApiResource::erase::<ClusterRoleBinding>(&()),
+        ApiResource::erase::<CustomResourceDefinition>(&()),
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        for o in api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .unwrap()
+            .items
+        {
+            out.push((
+                resource.kind.clone(),
+                format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()),
+            ));
+        }
+    }
+    out
+}
+
 #[tokio::test]
 async fn install_latest_then_uninstall_removes_everything() {
     let env = olm_e2e::shared().await;
@@ -294,7 +326,26 @@ async fn install_latest_then_uninstall_removes_everything() {
         Some("deployed")
     );
 
+    // uninstall.feature: gather every object labelled as the extension's, of every kind the
+    // bundle installs; after the deletion each is gone.
+    let labelled = labelled_objects(&client, &name).await;
+    let kinds: std::collections::BTreeSet<&str> =
+        labelled.iter().map(|(kind, _)| kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ConfigMap",
+            "CustomResourceDefinition",
+            "Deployment",
+            "ServiceAccount"
+        ]
+        .into(),
+        "{labelled:?}"
+    );
     delete_extension(&oc, &api, &name).await;
+    assert_eq!(labelled_objects(&client, &name).await, Vec::new());
     assert!(
         configmaps
             .get_opt("test-configmap")
