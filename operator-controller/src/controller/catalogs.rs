@@ -249,3 +249,56 @@ async fn package_names(catalogd: &CatalogdClient, view: &CatalogView) -> Option<
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog(serving: bool, with_status: bool) -> ClusterCatalog {
+        let mut c: ClusterCatalog = serde_json::from_value(serde_json::json!({
+            "apiVersion": "olm.operatorframework.io/v1",
+            "kind": "ClusterCatalog",
+            "metadata": {"name": "cat", "labels": {"team": "a"}},
+            "spec": {"source": {"type": "Image", "image": {"ref": "reg.io/cat:v1"}}, "priority": 5},
+        }))
+        .expect("a catalog");
+        if with_status {
+            c.status = serde_json::from_value(serde_json::json!({
+                "conditions": [{"type": "Serving", "status": if serving {"True"} else {"False"},
+                                "reason": "Available", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "resolvedSource": {"type": "Image", "image": {"ref": "reg.io/cat@sha256:1"}},
+                "urls": {"base": "https://catalogd.svc/catalogs/cat"},
+            }))
+            .expect("a status");
+        }
+        c
+    }
+
+    #[test]
+    fn the_view_carries_what_the_resolver_reads_and_the_name_label() {
+        let view = catalog_view(&catalog(true, true));
+        assert!(view.serving && view.available);
+        assert_eq!(view.priority, 5);
+        assert_eq!(
+            view.labels.get(METADATA_NAME_LABEL).map(String::as_str),
+            Some("cat")
+        );
+        assert_eq!(view.labels.get("team").map(String::as_str), Some("a"));
+        assert_eq!(view.resolved_ref.as_deref(), Some("reg.io/cat@sha256:1"));
+        let endpoint = endpoint(&view).expect("served");
+        assert_eq!(endpoint.revision.as_deref(), Some("reg.io/cat@sha256:1"));
+        assert_eq!(
+            endpoint.base_url.as_str(),
+            "https://catalogd.svc/catalogs/cat"
+        );
+    }
+
+    /// upstream's `GetPackage`: `catalog %q is not being served`.
+    #[test]
+    fn a_catalog_not_serving_or_without_status_is_not_being_served() {
+        for c in [catalog(false, true), catalog(true, false)] {
+            let e = endpoint(&catalog_view(&c)).expect_err("not served");
+            assert_eq!(e.to_string(), "catalog \"cat\" is not being served");
+        }
+    }
+}
