@@ -675,3 +675,68 @@ async fn a_catalog_serving_garbage_is_reported_and_the_installed_bundle_stays() 
     delete_extension(&oc, &api, &name).await;
     delete_namespace(&client, &ns).await;
 }
+
+/// Bad input: an invalid configuration on an installed extension is a terminal
+/// `InvalidConfiguration` (no retries) and what is installed stays and is kept; fixing the
+/// configuration reconciles again.
+#[tokio::test]
+async fn an_invalid_configuration_keeps_the_installed_bundle() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
+    let oc = OperatorController::start(Options::new(&env.registry)).await;
+    let ns = create_namespace(&client, "badconfig").await;
+    let api = extensions().await;
+    let name = unique_name("ext");
+    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
+    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
+        .await;
+    patch_spec(
+        &api,
+        &name,
+        json!({"config": inline_config(json!({"deploymentConfig": {"nodeSelector": "not a map"}}))}),
+    )
+    .await;
+    let e = oc
+        .wait_condition(
+            &api,
+            &name,
+            ConditionType::Progressing,
+            "False",
+            "InvalidConfiguration",
+        )
+        .await;
+    let text = message(&e, ConditionType::Progressing);
+    assert!(
+        text.starts_with(&format!(
+            "error for resolved bundle \"{}\" with version \"1.0.0\": invalid ClusterExtension configuration: invalid configuration: ",
+            bundle_name(&fixture.package, "1.0.0")
+        )),
+        "{text}"
+    );
+    assert!(text.contains("nodeSelector"), "{text}");
+    assert_eq!(
+        installed_bundle(&e),
+        Some((bundle_name(&fixture.package, "1.0.0"), "1.0.0".into()))
+    );
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), &ns)
+            .get_opt("test-configmap")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Json::<()>(
+            serde_json::from_value(json!([{"op": "remove", "path": "/spec/config"}])).unwrap(),
+        ),
+    )
+    .await
+    .unwrap();
+    oc.wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+        .await;
+    delete_extension(&oc, &api, &name).await;
+    delete_namespace(&client, &ns).await;
+}
