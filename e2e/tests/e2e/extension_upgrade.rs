@@ -492,3 +492,41 @@ async fn data_aware_crd_upgrade_safety_checks_the_stored_objects() {
     delete_extension(&oc, &api, &name).await;
     delete_namespace(&client, &ns).await;
 }
+
+/// A new version whose content is identical to the installed one (the same image, as
+/// upstream's test catalog lists `1.0.4`) is recorded as an upgrade, so the installed state names
+/// the new version (upstream's OCPBUGS-78311).
+#[tokio::test]
+async fn a_new_version_with_identical_content_is_recorded() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
+    let oc = OperatorController::start(Options::new(&env.registry)).await;
+    let ns = create_namespace(&client, "identical").await;
+    let api = extensions().await;
+    let name = unique_name("ext");
+    let pkg = fixture.package.clone();
+    create_extension(oc.extension(&name, &ns, &pkg, &fixture.catalog, None)).await;
+    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
+        .await;
+
+    let mut images = fixture.images.clone();
+    images.insert("1.0.1".into(), fixture.images["1.0.0"].clone());
+    crate::extension_install::catalog_spec(&pkg, &images, &chain(&pkg, &["1.0.0", "1.0.1"]))
+        .push(&env.registry, &fixture.catalog_repo, "latest")
+        .await;
+    oc.eventually("the extension to report 1.0.1", || async {
+        let e = api.get(&name).await.ok()?;
+        (installed_bundle(&e) == Some((bundle_name(&pkg, "1.0.1"), "1.0.1".into()))).then_some(())
+    })
+    .await;
+    let records = release_secrets(&oc, &name).await;
+    let mut statuses: Vec<String> = records
+        .iter()
+        .map(|s| s.metadata.labels.clone().unwrap_or_default()["status"].clone())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, ["deployed", "superseded"]);
+    delete_extension(&oc, &api, &name).await;
+    delete_namespace(&client, &ns).await;
+}

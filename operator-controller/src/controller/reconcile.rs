@@ -14,7 +14,7 @@
 //! | catalogs | every ClusterCatalog ([`super::catalogs`]) | `Retrying` |
 //! | resolve | the resolver over the package content of the selected catalogs | §3.6 fallback ([`fallback::on_resolution_failure`]): keep the installed release applied, or report `Retrying` |
 //! | pull, parse, render | bundle image (cached by digest per extension), registry+v1 parse, upstream's renderer | wrapped `error for resolved bundle …`; configuration errors terminal |
-//! | release state | Helm's chart and manifest, compared with the last record | – |
+//! | release state | Helm's chart and manifest, compared with the last record; a new bundle identity with an identical manifest is an upgrade too | – |
 //! | preflight | CRD upgrade safety, only when installing or upgrading | `Retrying` with the composed message; the old release stays installed |
 //! | apply | record `pending-*` → apply → record `deployed` (previous `superseded`); unchanged: apply again (drift repair) | record `failed`; `Retrying` |
 //! | availability | `Available` from the Deployments applied | – |
@@ -406,7 +406,23 @@ async fn pipeline(
         None => Vec::new(),
     };
 
-    let state = history::release_state(&releases, &manifest).map_err(|e| wrap(e.into()))?;
+    let mut state = history::release_state(&releases, &manifest).map_err(|e| wrap(e.into()))?;
+    // A bundle whose rendered objects equal the installed one's (same image under a new
+    // version) still gets its own record, so the installed state names it after a restart
+    // (upstream's OCPBUGS-78311 fix).
+    let resolved_identity = (
+        bundle_name.as_str(),
+        bundle_version.as_str(),
+        resolution.bundle.image.as_str(),
+    );
+    if state == ReleaseState::Unchanged
+        && installed
+            .as_ref()
+            .map(|b| (b.name.as_str(), b.version.as_str(), b.image.as_str()))
+            != Some(resolved_identity)
+    {
+        state = ReleaseState::NeedsUpgrade;
+    }
     tracing::debug!(extension = %name, ?state, objects = desired.len(), "rendered");
     let identity = identity(extension);
     let owner = Owner {
