@@ -141,6 +141,11 @@ impl OperatorController {
         self.process.log_tail(150)
     }
 
+    /// The whole log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.process.log_path()).unwrap_or_default()
+    }
+
     /// Stops the process (SIGTERM, then SIGKILL after `grace`).
     pub fn stop(&mut self, grace: Duration) {
         self.process.stop(grace);

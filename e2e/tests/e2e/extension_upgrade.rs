@@ -530,3 +530,61 @@ async fn a_new_version_with_identical_content_is_recorded() {
     delete_extension(&oc, &api, &name).await;
     delete_namespace(&client, &ns).await;
 }
+
+/// Issue 11 item 2: a ClusterCatalog change re-queues only the extensions whose package that
+/// catalog holds (upstream re-queues every extension). The controller logs, at debug level, the
+/// extensions each catalog change re-queues.
+#[tokio::test]
+async fn a_catalog_change_requeues_only_the_extensions_of_its_packages() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let changed = Fixture::new(&env.registry, &["1.0.0"]).await;
+    let other = Fixture::new(&env.registry, &["1.0.0"]).await;
+    let oc = OperatorController::start(Options::new(&env.registry)).await;
+    // Two namespaces: both bundles ship a ConfigMap `test-configmap`.
+    let ns = create_namespace(&client, "requeue").await;
+    let ns_b = create_namespace(&client, "requeue-b").await;
+    let api = extensions().await;
+    let (a, b) = (unique_name("ext-a"), unique_name("ext-b"));
+    create_extension(oc.extension(&a, &ns, &changed.package, &changed.catalog, None)).await;
+    create_extension(oc.extension(&b, &ns_b, &other.package, &other.catalog, None)).await;
+    for name in [&a, &b] {
+        oc.wait_condition(&api, name, ConditionType::Installed, "True", "Succeeded")
+            .await;
+    }
+
+    let pkg = changed.package.clone();
+    let mut images = changed.images.clone();
+    images.insert(
+        "1.0.1".into(),
+        BundleSpec::new(&pkg, "1.0.1")
+            .push(&env.registry, &changed.repo)
+            .await,
+    );
+    crate::extension_install::catalog_spec(&pkg, &images, &chain(&pkg, &["1.0.0", "1.0.1"]))
+        .push(&env.registry, &changed.catalog_repo, "latest")
+        .await;
+    oc.eventually("the changed catalog's extension to upgrade", || async {
+        let e = api.get(&a).await.ok()?;
+        (installed_bundle(&e) == Some((bundle_name(&pkg, "1.0.1"), "1.0.1".into()))).then_some(())
+    })
+    .await;
+    let log = oc.log();
+    let requeues: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("catalog changed") && l.contains(changed.catalog.as_str()))
+        .collect();
+    assert!(
+        requeues.iter().any(|l| l.contains(a.as_str())),
+        "no re-queue of {a} logged:\n{log}"
+    );
+    assert!(
+        requeues.iter().all(|l| !l.contains(b.as_str())),
+        "{b} was re-queued by a change of a catalog without its package:\n{log}"
+    );
+    for name in [&a, &b] {
+        delete_extension(&oc, &api, name).await;
+    }
+    delete_namespace(&client, &ns).await;
+    delete_namespace(&client, &ns_b).await;
+}
