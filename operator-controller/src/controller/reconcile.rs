@@ -877,3 +877,63 @@ fn now() -> Time {
 fn now_secs() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_second()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn extension(service_account: Option<&str>) -> ClusterExtension {
+        let mut spec = json!({
+            "namespace": "ns",
+            "source": {"sourceType": "Catalog", "catalog": {"packageName": "p"}},
+        });
+        if let Some(sa) = service_account {
+            spec["serviceAccount"] = json!({"name": sa});
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "olm.operatorframework.io/v1",
+            "kind": "ClusterExtension",
+            "metadata": {"name": "e", "uid": "u"},
+            "spec": spec,
+        }))
+        .expect("an extension")
+    }
+
+    #[test]
+    fn the_identity_is_the_service_account_when_set_else_the_controller() {
+        assert_eq!(identity(&extension(None)), Identity::Controller);
+        assert_eq!(
+            identity(&extension(Some("installer"))),
+            Identity::ServiceAccount {
+                namespace: "ns".into(),
+                name: "installer".into()
+            }
+        );
+    }
+
+    /// Upstream holds the bundle's own manifests as unstructured objects (keys sorted) and what
+    /// its generators produce as typed ones (Go's field order).
+    #[test]
+    fn bundle_manifests_are_unstructured_and_generated_objects_typed() {
+        let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "ns"}, "data": {"b": "1", "a": "2"}});
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns"}, "spec": {"replicas": 1}});
+        let rendered = render::Rendered {
+            objects: vec![configmap.clone(), deployment.clone()],
+            annotations: BTreeMap::new(),
+            package_name: "p".into(),
+            bundle_name: "p.v1".into(),
+            bundle_version: "1.0.0".into(),
+            warnings: Vec::new(),
+        };
+        let others = BTreeSet::from([("ConfigMap".to_owned(), "cm".to_owned())]);
+        assert_eq!(
+            chart_objects(&rendered, &others),
+            vec![
+                ChartObject::unstructured(&configmap),
+                ChartObject::typed(&deployment)
+            ]
+        );
+    }
+}
