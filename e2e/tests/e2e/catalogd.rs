@@ -119,18 +119,21 @@ async fn polling_picks_up_a_new_image_pushed_under_the_same_tag() {
             (body == expected).then_some(())
         })
         .await;
-    let now = fixture
-        .api
-        .get(&fixture.name)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .resolved_source
-        .unwrap()
-        .image
-        .ref_;
-    assert_ne!(now, first_ref);
+    // catalogd serves the new content before it writes the status naming it: wait for both.
+    let now = catalogd
+        .eventually("the status to name the new digest", || async {
+            let now = fixture
+                .api
+                .get(&fixture.name)
+                .await
+                .ok()?
+                .status?
+                .resolved_source?
+                .image
+                .ref_;
+            (now != first_ref).then_some(now)
+        })
+        .await;
     assert!(now.ends_with(&v2.digest), "{now}");
     fixture.delete().await;
 }
