@@ -19,6 +19,7 @@
 //! | `PackageDeprecated` | ClusterExtension | the catalog deprecates the package |
 //! | `ChannelDeprecated` | ClusterExtension | a channel the extension follows is deprecated |
 //! | `BundleDeprecated` | ClusterExtension | the installed bundle is deprecated |
+//! | `ClusterUpgradeable` | ClusterExtension | OpenShift mode only (beyond upstream): whether the installed bundle's `olm.maxOpenShiftVersion` lets the cluster upgrade to its next minor version, and if not, which bundle versions would |
 //!
 //! Condition reasons (per kind in [`ConditionReason::CLUSTER_CATALOG`] and
 //! [`ConditionReason::CLUSTER_EXTENSION`]):
@@ -39,6 +40,9 @@
 //! | `Absent` | `BundleDeprecated` Unknown | no bundle is installed yet |
 //! | `ProbesSucceeded` | `Available` True (ClusterExtension) | every rendered Deployment is Available (upstream's experimental reason) |
 //! | `ProbeFailure` | `Available` False (ClusterExtension) | a rendered Deployment is not Available; the message names it |
+//! | `MaxOpenShiftVersionCompatible` | `ClusterUpgradeable` True | the installed bundle declares no `olm.maxOpenShiftVersion`, or one above the cluster's version |
+//! | `MaxOpenShiftVersionIncompatible` | `ClusterUpgradeable` False | the installed bundle's `olm.maxOpenShiftVersion` blocks the next minor cluster upgrade; the message lists the bundle versions that would lift the block |
+//! | `MaxOpenShiftVersionInvalid` | `ClusterUpgradeable` False | the installed bundle's `olm.properties` or `olm.maxOpenShiftVersion` cannot be read (upstream then blocks the upgrade too); the message is upstream's error |
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
@@ -109,6 +113,7 @@ pub enum ConditionType {
     PackageDeprecated,
     ChannelDeprecated,
     BundleDeprecated,
+    ClusterUpgradeable,
 }
 
 impl ConditionType {
@@ -121,11 +126,12 @@ impl ConditionType {
             ConditionType::PackageDeprecated => "PackageDeprecated",
             ConditionType::ChannelDeprecated => "ChannelDeprecated",
             ConditionType::BundleDeprecated => "BundleDeprecated",
+            ConditionType::ClusterUpgradeable => "ClusterUpgradeable",
         }
     }
 
     /// Every condition type.
-    pub const ALL: [ConditionType; 7] = [
+    pub const ALL: [ConditionType; 8] = [
         ConditionType::Serving,
         ConditionType::Progressing,
         ConditionType::Installed,
@@ -133,19 +139,22 @@ impl ConditionType {
         ConditionType::PackageDeprecated,
         ConditionType::ChannelDeprecated,
         ConditionType::BundleDeprecated,
+        ConditionType::ClusterUpgradeable,
     ];
 
     /// The condition types a ClusterCatalog carries.
     pub const CLUSTER_CATALOG: [ConditionType; 2] =
         [ConditionType::Serving, ConditionType::Progressing];
-    /// The condition types a ClusterExtension carries.
-    pub const CLUSTER_EXTENSION: [ConditionType; 6] = [
+    /// The condition types a ClusterExtension carries (`ClusterUpgradeable` only in OpenShift
+    /// mode).
+    pub const CLUSTER_EXTENSION: [ConditionType; 7] = [
         ConditionType::Installed,
         ConditionType::Deprecated,
         ConditionType::PackageDeprecated,
         ConditionType::ChannelDeprecated,
         ConditionType::BundleDeprecated,
         ConditionType::Progressing,
+        ConditionType::ClusterUpgradeable,
     ];
 }
 
@@ -170,6 +179,10 @@ pub enum ConditionReason {
     // ClusterExtension Available (upstream's experimental Boxcutter reasons)
     ProbesSucceeded,
     ProbeFailure,
+    // ClusterExtension ClusterUpgradeable (OpenShift mode, beyond upstream)
+    MaxOpenShiftVersionCompatible,
+    MaxOpenShiftVersionIncompatible,
+    MaxOpenShiftVersionInvalid,
 }
 
 impl ConditionReason {
@@ -189,11 +202,14 @@ impl ConditionReason {
             ConditionReason::Absent => "Absent",
             ConditionReason::ProbesSucceeded => "ProbesSucceeded",
             ConditionReason::ProbeFailure => "ProbeFailure",
+            ConditionReason::MaxOpenShiftVersionCompatible => "MaxOpenShiftVersionCompatible",
+            ConditionReason::MaxOpenShiftVersionIncompatible => "MaxOpenShiftVersionIncompatible",
+            ConditionReason::MaxOpenShiftVersionInvalid => "MaxOpenShiftVersionInvalid",
         }
     }
 
     /// Every condition reason.
-    pub const ALL: [ConditionReason; 14] = [
+    pub const ALL: [ConditionReason; 17] = [
         ConditionReason::Succeeded,
         ConditionReason::Retrying,
         ConditionReason::Blocked,
@@ -208,6 +224,9 @@ impl ConditionReason {
         ConditionReason::Absent,
         ConditionReason::ProbesSucceeded,
         ConditionReason::ProbeFailure,
+        ConditionReason::MaxOpenShiftVersionCompatible,
+        ConditionReason::MaxOpenShiftVersionIncompatible,
+        ConditionReason::MaxOpenShiftVersionInvalid,
     ];
 
     /// The reasons a ClusterCatalog's conditions carry (upstream catalogd's).
@@ -222,8 +241,8 @@ impl ConditionReason {
 
     /// The reasons a ClusterExtension's conditions carry (upstream's `conditionsets`, without the
     /// Boxcutter-only `RollingOut` and `ProgressDeadlineExceeded`), plus the experimental
-    /// `Available` condition's two reasons.
-    pub const CLUSTER_EXTENSION: [ConditionReason; 11] = [
+    /// `Available` condition's two reasons and the OpenShift-mode `ClusterUpgradeable` reasons.
+    pub const CLUSTER_EXTENSION: [ConditionReason; 14] = [
         ConditionReason::Succeeded,
         ConditionReason::Deprecated,
         ConditionReason::NotDeprecated,
@@ -235,6 +254,9 @@ impl ConditionReason {
         ConditionReason::Absent,
         ConditionReason::ProbesSucceeded,
         ConditionReason::ProbeFailure,
+        ConditionReason::MaxOpenShiftVersionCompatible,
+        ConditionReason::MaxOpenShiftVersionIncompatible,
+        ConditionReason::MaxOpenShiftVersionInvalid,
     ];
 }
 
@@ -411,6 +433,7 @@ mod tests {
             ConditionType::PackageDeprecated => 4,
             ConditionType::ChannelDeprecated => 5,
             ConditionType::BundleDeprecated => 6,
+            ConditionType::ClusterUpgradeable => 7,
         }
     }
 
@@ -430,6 +453,9 @@ mod tests {
             ConditionReason::Absent => 11,
             ConditionReason::ProbesSucceeded => 12,
             ConditionReason::ProbeFailure => 13,
+            ConditionReason::MaxOpenShiftVersionCompatible => 14,
+            ConditionReason::MaxOpenShiftVersionIncompatible => 15,
+            ConditionReason::MaxOpenShiftVersionInvalid => 16,
         }
     }
 
