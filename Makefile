@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(OLM_CACHE_DIR)/target
 TOOLS_ENV := $(OLM_CACHE_DIR)/tools.env
 BIN_DIR := $(CARGO_TARGET_DIR)/debug
 
-.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench clean help
+.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench clean help fuzz fuzz-build
 
 all: build
 
@@ -20,15 +20,18 @@ help:
 	@echo "make test-netns make test, failing unless tests run in a network namespace with only loopback"
 	@echo "make manifests  regenerate config/crd and config/openshift from the Rust types"
 	@echo "make bench      benchmarks (see docs/PERFORMANCE.md)"
+	@echo "make fuzz       run every fuzz target for FUZZ_SECONDS each (nightly + cargo-fuzz; docs/FUZZING.md)"
 
 build:
 	cargo build --workspace --bins
 
 fmt:
 	cargo fmt --all
+	cd fuzz && cargo fmt
 
 fmt-check:
 	cargo fmt --all -- --check
+	cd fuzz && cargo fmt -- --check
 
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
@@ -48,7 +51,7 @@ tools:
 # the product binaries in $(BIN_DIR). Tests are compiled first, then run offline inside a network
 # namespace with only loopback when the machine allows it (root, as in CI): see hack/netns-run.sh.
 # OLM_NETNS=off runs them unisolated; OLM_NETNS=require fails when isolation is impossible.
-test: lint manifests-check tools build
+test: lint manifests-check tools build fuzz-build
 	cargo test --workspace --no-run --quiet
 	source $(TOOLS_ENV) && OLM_BIN_DIR=$(BIN_DIR) hack/netns-run.sh cargo test --workspace --no-fail-fast --offline
 
@@ -68,6 +71,27 @@ run: tools build
 
 bench:
 	cargo bench --workspace
+
+# Fuzzing (docs/FUZZING.md). The fuzz crate is a workspace of its own under fuzz/.
+FUZZ_TARGETS := fbc_json fbc_yaml version_masterminds version_blang http_range http_conditional image_layer
+FUZZ_SECONDS ?= 60
+# New inputs found while fuzzing go here, outside the clone; fuzz/corpus holds the committed seeds.
+FUZZ_CORPUS_DIR ?= $(OLM_CACHE_DIR)/fuzz-corpus
+
+# Compiles the fuzz targets on the stable toolchain, without sanitizers and without fuzzing, so
+# CI keeps them compiling on a machine without nightly. libFuzzer itself is built from source by
+# libfuzzer-sys (a C++ compiler is needed, as for aws-lc-sys).
+fuzz-build:
+	cd fuzz && cargo build --bins --quiet
+
+# Runs each target for FUZZ_SECONDS with the sanitizer build of cargo-fuzz (nightly only).
+fuzz:
+	@cargo +nightly --version >/dev/null 2>&1 || { echo "make fuzz needs a nightly toolchain (rustup toolchain install nightly)" >&2; exit 1; }
+	@command -v cargo-fuzz >/dev/null || { echo "make fuzz needs cargo-fuzz (cargo install cargo-fuzz)" >&2; exit 1; }
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p "$(FUZZ_CORPUS_DIR)/$$t"; \
+	  (cd fuzz && CARGO_TARGET_DIR="$(CARGO_TARGET_DIR)-fuzz" cargo +nightly fuzz run "$$t" "$(FUZZ_CORPUS_DIR)/$$t" "corpus/$$t" -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096) || exit 1; \
+	done
 
 clean:
 	cargo clean

@@ -139,6 +139,79 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
     Ok(buf)
 }
 
+/// A regular file opened by [`open_regular_bounded`]: reads fail once more than the limit has
+/// come out of it (the file grew after it was opened).
+#[derive(Debug)]
+pub struct BoundedFile {
+    file: File,
+    remaining: u64,
+    limit: u64,
+    path: PathBuf,
+}
+
+impl Read for BoundedFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // One byte past the limit tells "exactly at the limit" from "over it".
+        let want = usize::try_from(self.remaining.saturating_add(1))
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = self.file.read(&mut buf[..want])?;
+        if n as u64 > self.remaining {
+            let e = FileError {
+                path: self.path.clone(),
+                kind: FileErrorKind::TooLarge {
+                    size: self.limit.saturating_add(1),
+                    limit: self.limit,
+                },
+            };
+            return Err(e.into_io_error());
+        }
+        self.remaining -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Opens `path` as [`open_regular`] does, for streaming at most `limit` bytes: a file larger than
+/// `limit` is refused before reading, and one that grows past it fails the read that crosses it.
+pub fn open_regular_bounded(path: &Path, limit: u64) -> Result<BoundedFile, FileError> {
+    let (file, size) = open_regular(path)?;
+    if size > limit {
+        return Err(FileError {
+            path: path.to_path_buf(),
+            kind: FileErrorKind::TooLarge { size, limit },
+        });
+    }
+    Ok(BoundedFile {
+        file,
+        remaining: limit,
+        limit,
+        path: path.to_path_buf(),
+    })
+}
+
+impl FileError {
+    /// What is wrong, without the path (for errors that name the path themselves).
+    pub fn detail(&self) -> String {
+        match &self.kind {
+            FileErrorKind::Io(e) => e.to_string(),
+            FileErrorKind::NotRegular(what) => format!("not a regular file ({what})"),
+            FileErrorKind::TooLarge { size, limit } => {
+                format!("file is larger than the limit of {limit} bytes ({size} bytes)")
+            }
+        }
+    }
+
+    /// The error as an `io::Error` carrying [`FileError::detail`] (the OS error itself for IO).
+    pub fn into_io_error(self) -> io::Error {
+        let detail = self.detail();
+        match self.kind {
+            FileErrorKind::Io(e) => e,
+            FileErrorKind::NotRegular(_) => io::Error::new(io::ErrorKind::InvalidInput, detail),
+            FileErrorKind::TooLarge { .. } => io::Error::new(io::ErrorKind::FileTooLarge, detail),
+        }
+    }
+}
+
 /// [`read_regular`] as UTF-8 text; invalid UTF-8 is an error naming the path.
 pub fn read_regular_to_string(path: &Path, limit: u64) -> Result<String, FileError> {
     let bytes = read_regular(path, limit)?;
@@ -154,6 +227,7 @@ pub fn read_regular_to_string(path: &Path, limit: u64) -> Result<String, FileErr
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use std::io::Write;
     use std::os::unix::net::UnixListener;
     use std::process::Command;
 
@@ -230,5 +304,43 @@ mod tests {
         std::fs::write(&p, [0xff, 0xfe]).unwrap();
         let e = read_regular_to_string(&p, 10).unwrap_err();
         assert!(e.to_string().contains("bin"));
+    }
+
+    #[test]
+    fn a_bounded_file_streams_up_to_its_limit_and_refuses_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"0123456789").unwrap();
+        let mut out = Vec::new();
+        open_regular_bounded(&p, 10)
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, b"0123456789");
+        let e = open_regular_bounded(&p, 9).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            "file is larger than the limit of 9 bytes (10 bytes)"
+        );
+        // Growth after opening: the read that crosses the limit fails.
+        let mut f = open_regular_bounded(&p, 10).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"x")
+            .unwrap();
+        let e = f.read_to_end(&mut Vec::new()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        let fifo = dir.path().join("pipe");
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let e = open_regular_bounded(&fifo, 10).unwrap_err();
+        assert_eq!(e.into_io_error().to_string(), "not a regular file (a FIFO)");
     }
 }

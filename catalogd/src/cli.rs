@@ -78,7 +78,7 @@ mod tests {
         assert!(Cli::try_parse_from(["catalogd"]).is_err());
         let cli = Cli::try_parse_from(["catalogd", "validate", "some/dir"]).unwrap();
         assert!(
-            matches!(cli.command, Command::Validate(cmd::validate::Args { ref dir }) if dir == Path::new("some/dir"))
+            matches!(cli.command, Command::Validate(cmd::validate::Args { ref dir, lenient: false }) if dir == Path::new("some/dir"))
         );
     }
 

@@ -23,6 +23,7 @@
 //! | `.wh..wh..opq`                                     | empties its directory of lower-layer content   |
 //! | other `.wh..wh.*` (aufs bookkeeping)               | ignored                                        |
 //! | more entries or bytes than [`Limits`]              | rejected                                       |
+//! | a name the filesystem refuses (too long, bad bytes) | rejected ([`ExtractErrorKind::InvalidName`]), not retried |
 //!
 //! Ownership, xattrs, PAX records and mtimes are not applied: files belong to the running process.
 
@@ -148,6 +149,13 @@ pub enum ExtractErrorKind {
         target: String,
         /// Why it is refused.
         reason: &'static str,
+    },
+    /// A name the filesystem refuses: a component over 255 bytes, a path over `PATH_MAX`, bytes
+    /// the filesystem cannot store. The image is at fault, not the disk (so it is not retried).
+    #[error("entry name refused by the filesystem: {source}")]
+    InvalidName {
+        /// The OS error (`ENAMETOOLONG`, `EILSEQ`).
+        source: io::Error,
     },
     /// Devices, fifos and unknown entry types.
     #[error("unsupported entry type {0}")]
@@ -712,7 +720,14 @@ fn entry_type_name(t: EntryType) -> String {
     }
 }
 
+/// `EILSEQ` on Linux: a name the filesystem's encoding cannot store.
+const EILSEQ: i32 = 84;
+
 fn io_err(op: &'static str, source: io::Error) -> ExtractErrorKind {
+    // Names come from the image: a name the filesystem refuses is the image's fault.
+    if source.kind() == io::ErrorKind::InvalidFilename || source.raw_os_error() == Some(EILSEQ) {
+        return ExtractErrorKind::InvalidName { source };
+    }
     ExtractErrorKind::Io { op, source }
 }
 

@@ -578,3 +578,494 @@ fn error_message_names_layer_digest_and_entry() {
         )
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hostile cases of issue 14 item 6: each is handled by the policy table of `extract.rs`; these
+// tests pin the outcome. Entries are built byte by byte where the tar crate's builder would
+// refuse them (non-UTF-8 and `..` long names, absolute PAX paths).
+
+/// One raw tar header block (ustar magic, checksum computed) for `name` (≤ 100 bytes).
+fn raw_header(name: &[u8], kind: EntryType, mode: u32, size: u64, link: &[u8]) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    {
+        let old = header.as_old_mut();
+        old.name[..name.len()].copy_from_slice(name);
+        old.linkname[..link.len()].copy_from_slice(link);
+    }
+    header.set_entry_type(kind);
+    header.set_mode(mode);
+    header.set_size(size);
+    header.set_cksum();
+    header
+}
+
+/// Appends a GNU long-name record for `name`, then a regular file whose header name is cut.
+fn gnu_long_file(out: &mut Vec<u8>, name: &[u8], data: &[u8]) {
+    let mut long = name.to_vec();
+    long.push(0);
+    append(
+        out,
+        raw_header(
+            b"././@LongLink",
+            EntryType::GNULongName,
+            0o644,
+            long.len() as u64,
+            b"",
+        ),
+        &long,
+    );
+    let cut = &name[..name.len().min(100)];
+    append(
+        out,
+        raw_header(cut, EntryType::Regular, 0o644, data.len() as u64, b""),
+        data,
+    );
+}
+
+/// Appends a PAX extended header carrying `path`, then a regular file named `placeholder`.
+fn pax_file(out: &mut Vec<u8>, path: &[u8], data: &[u8]) {
+    let mut record = b" path=".to_vec();
+    record.extend_from_slice(path);
+    record.push(b'\n');
+    // The length prefix counts itself.
+    let mut len = record.len() + 1;
+    while format!("{len}").len() + record.len() != len {
+        len += 1;
+    }
+    let mut pax = format!("{len}").into_bytes();
+    pax.extend_from_slice(&record);
+    append(
+        out,
+        raw_header(
+            b"PaxHeader",
+            EntryType::XHeader,
+            0o644,
+            pax.len() as u64,
+            b"",
+        ),
+        &pax,
+    );
+    append(
+        out,
+        raw_header(
+            b"placeholder",
+            EntryType::Regular,
+            0o644,
+            data.len() as u64,
+            b"",
+        ),
+        data,
+    );
+}
+
+fn append(out: &mut Vec<u8>, header: tar::Header, data: &[u8]) {
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out.resize(out.len().div_ceil(512) * 512, 0);
+}
+
+fn finish_tar(mut out: Vec<u8>) -> Vec<u8> {
+    out.extend_from_slice(&[0u8; 1024]);
+    out
+}
+
+#[test]
+fn whiteouts_under_a_symlinked_parent_are_rejected_and_touch_nothing() {
+    for (whiteout, kept) in [
+        ("link/.wh.keep", "real/keep"),
+        ("link/.wh..wh..opq", "real/keep"),
+        ("up/.wh.outside.txt", "real/keep"),
+    ] {
+        let sb = Sandbox::new();
+        let result = sb.extract(&[
+            &[
+                E::Dir("real"),
+                E::File("real/keep", b"k"),
+                E::Symlink("link", "real"),
+                E::Symlink("up", ".."),
+            ],
+            &[E::File(whiteout, b"")],
+        ]);
+        let ancestor = whiteout.split('/').next().unwrap_or_default().to_string();
+        expect_kind(
+            result,
+            whiteout,
+            |k| matches!(k, ExtractErrorKind::ThroughSymlink { ancestor: a } if *a == ancestor),
+        );
+        assert!(sb.root().join(kept).exists(), "{whiteout} removed {kept}");
+        sb.assert_nothing_outside();
+    }
+}
+
+#[test]
+fn hardlinks_to_directories_missing_later_or_root_entries_are_rejected() {
+    for (entries, link_target, reason) in [
+        (vec![E::Dir("d")], "d", "is not an extracted regular file"),
+        (vec![], "missing", "is not an extracted regular file"),
+        (
+            vec![E::Dir("d")],
+            "d/missing",
+            "is not an extracted regular file",
+        ),
+        (vec![], ".", "is the image root"),
+        (vec![], "./", "is the image root"),
+        (vec![], "a/../../x", "contains a \"..\" component"),
+    ] {
+        let sb = Sandbox::new();
+        let mut layer = entries;
+        layer.push(E::Hardlink("h", link_target));
+        layer.push(E::File("later", b"x"));
+        expect_kind(sb.extract(&[&layer]), "h", |k| {
+            matches!(k, ExtractErrorKind::InvalidHardlink { target, reason: r }
+                if target == link_target && *r == reason)
+        });
+        assert!(!sb.root().join("h").exists());
+        sb.assert_nothing_outside();
+    }
+    // A link to an entry that comes later in the same layer.
+    let sb = Sandbox::new();
+    expect_kind(
+        sb.extract(&[&[E::Hardlink("h", "later"), E::File("later", b"x")]]),
+        "h",
+        |k| matches!(k, ExtractErrorKind::InvalidHardlink { .. }),
+    );
+}
+
+#[test]
+fn a_hardlink_to_itself_is_skipped_and_one_outside_the_filter_is_rejected() {
+    let sb = Sandbox::new();
+    sb.extract(&[&[E::Hardlink("self", "self")]]).unwrap();
+    assert!(sb.tree().is_empty(), "{:?}", sb.tree());
+    let sb = Sandbox::new();
+    let layer = gzip(&tar_bytes(&[
+        E::File("other/secret", b"x"),
+        E::Hardlink("configs/h", "other/secret"),
+    ]));
+    expect_kind(
+        sb.extract_with(
+            PathFilter::Under(PathBuf::from("configs")),
+            Limits::default(),
+            &[layer],
+        ),
+        "configs/h",
+        |k| {
+            matches!(k, ExtractErrorKind::InvalidHardlink { reason, .. }
+                if *reason == "is outside the extracted directory")
+        },
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn symlink_loops_and_chains_past_the_hop_limit_cannot_reach_outside() {
+    let names: Vec<String> = (0..=MAX_SYMLINK_HOPS + 4)
+        .map(|i| format!("l{i}"))
+        .collect();
+    let chain = |end: &'static str| {
+        let mut layer: Vec<E> = vec![
+            E::Symlink("loop-a", "loop-b"),
+            E::Symlink("loop-b", "loop-a"),
+            E::File("file", b"end"),
+        ];
+        for pair in names.windows(2) {
+            layer.push(E::Symlink(&pair[0], &pair[1]));
+        }
+        layer.push(E::Symlink(names.last().unwrap(), end));
+        layer
+    };
+    // A loop, and a chain of 45 links ending inside: kept. The kernel refuses to follow the loop
+    // or the whole chain (ELOOP); the chain's tail still works.
+    let sb = Sandbox::new();
+    sb.extract(&[&chain("file")]).unwrap();
+    for start in ["loop-a", "l0"] {
+        let e = fs::read(sb.root().join(start)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(40), "{start}: {e} (expected ELOOP)");
+    }
+    assert_eq!(fs::read(sb.root().join("l10")).unwrap(), b"end");
+    sb.assert_nothing_outside();
+    // The same chain ending outside: every link is checked, and the links within the hop limit
+    // of the end reach outside, so the image is refused.
+    let sb = Sandbox::new();
+    let err = sb.extract(&[&chain("../outside.txt")]).unwrap_err();
+    assert!(
+        matches!(err.kind, ExtractErrorKind::SymlinkEscapes { .. }),
+        "{err}"
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn gnu_and_pax_long_names_with_dotdot_are_rejected_and_absolute_ones_land_inside() {
+    let deep = format!("a/{}/../../../../evil", "b".repeat(150));
+    let mut gnu = Vec::new();
+    gnu_long_file(&mut gnu, deep.as_bytes(), b"x");
+    let sb = Sandbox::new();
+    let err = sb
+        .extract_with(
+            PathFilter::Everything,
+            Limits::default(),
+            &[finish_tar(gnu)],
+        )
+        .unwrap_err();
+    assert_eq!(err.entry, deep);
+    assert!(matches!(err.kind, ExtractErrorKind::PathTraversal), "{err}");
+    sb.assert_nothing_outside();
+
+    let mut pax = Vec::new();
+    pax_file(&mut pax, b"../pax-evil", b"x");
+    let sb = Sandbox::new();
+    let err = sb
+        .extract_with(
+            PathFilter::Everything,
+            Limits::default(),
+            &[finish_tar(pax)],
+        )
+        .unwrap_err();
+    assert_eq!(err.entry, "../pax-evil");
+    assert!(matches!(err.kind, ExtractErrorKind::PathTraversal), "{err}");
+    sb.assert_nothing_outside();
+
+    let long_abs = format!("/{}/file", "c".repeat(150));
+    let mut both = Vec::new();
+    pax_file(&mut both, long_abs.as_bytes(), b"pax");
+    gnu_long_file(
+        &mut both,
+        format!("/abs/{}", "d".repeat(150)).as_bytes(),
+        b"gnu",
+    );
+    let sb = Sandbox::new();
+    sb.extract_with(
+        PathFilter::Everything,
+        Limits::default(),
+        &[finish_tar(both)],
+    )
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(sb.root().join(&long_abs[1..])).unwrap(),
+        "pax"
+    );
+    assert_eq!(
+        fs::read_to_string(sb.root().join(format!("abs/{}", "d".repeat(150)))).unwrap(),
+        "gnu"
+    );
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn setuid_and_setgid_are_dropped_from_directories() {
+    let mut out = Vec::new();
+    append(
+        &mut out,
+        raw_header(b"s/", EntryType::Directory, 0o6777, 0, b""),
+        b"",
+    );
+    append(
+        &mut out,
+        raw_header(b"t/", EntryType::Directory, 0o1000, 0, b""),
+        b"",
+    );
+    let sb = Sandbox::new();
+    sb.extract_with(
+        PathFilter::Everything,
+        Limits::default(),
+        &[finish_tar(out)],
+    )
+    .unwrap();
+    let mode = |n: &str| fs::metadata(sb.root().join(n)).unwrap().mode() & 0o7777;
+    assert_eq!(mode("s"), 0o777);
+    assert_eq!(mode("t"), 0o700);
+}
+
+#[test]
+fn a_directory_replaces_a_symlink_instead_of_writing_through_it() {
+    // Across layers, with a link that escapes (gone before the final check)...
+    let sb = Sandbox::new();
+    sb.extract(&[
+        &[E::Symlink("d", "..")],
+        &[E::Dir("d"), E::File("d/x", b"inside")],
+    ])
+    .unwrap();
+    let meta = fs::symlink_metadata(sb.root().join("d")).unwrap();
+    assert!(meta.is_dir() && !meta.file_type().is_symlink());
+    assert_eq!(fs::read_to_string(sb.root().join("d/x")).unwrap(), "inside");
+    sb.assert_nothing_outside();
+    // ...and within one layer.
+    let sb = Sandbox::new();
+    sb.extract(&[&[E::Symlink("e", "/"), E::Dir("e"), E::File("e/y", b"inside")]])
+        .unwrap();
+    assert!(fs::symlink_metadata(sb.root().join("e")).unwrap().is_dir());
+    sb.assert_nothing_outside();
+}
+
+#[test]
+fn non_utf8_names_are_kept_byte_for_byte() {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    append(
+        &mut out,
+        raw_header(b"caf\xe9", EntryType::Regular, 0o644, 2, b""),
+        b"ok",
+    );
+    let sb = Sandbox::new();
+    sb.extract_with(
+        PathFilter::Everything,
+        Limits::default(),
+        &[finish_tar(out)],
+    )
+    .unwrap();
+    let names: Vec<Vec<u8>> = fs::read_dir(sb.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().as_bytes().to_vec())
+        .collect();
+    assert_eq!(names, vec![b"caf\xe9".to_vec()]);
+}
+
+#[test]
+fn names_the_filesystem_refuses_are_a_hostile_image_not_an_io_error() {
+    // A 300-byte component is over NAME_MAX (255).
+    let name = "n".repeat(300);
+    let mut out = Vec::new();
+    gnu_long_file(&mut out, name.as_bytes(), b"x");
+    let sb = Sandbox::new();
+    let err = sb
+        .extract_with(
+            PathFilter::Everything,
+            Limits::default(),
+            &[finish_tar(out)],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, ExtractErrorKind::InvalidName { .. }),
+        "{err}"
+    );
+    assert!(
+        err.is_hostile_or_corrupt(),
+        "must not be retried as a disk error"
+    );
+    assert!(
+        err.to_string()
+            .contains("entry name refused by the filesystem: File name too long"),
+        "{err}"
+    );
+    sb.assert_nothing_outside();
+}
+
+/// A tar header declaring a 9 GiB file (over the default 8 GiB limit), followed by as many
+/// zeros as `tail` gives.
+fn bomb_header() -> Vec<u8> {
+    raw_header(b"bomb", EntryType::Regular, 0o644, 9 << 30, b"")
+        .as_bytes()
+        .to_vec()
+}
+
+#[test]
+fn a_gzip_bomb_is_refused_at_the_default_byte_limit_before_writing() {
+    // 64 MiB of zeros after the header compress to about 64 KiB.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&bomb_header()).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..64 {
+        gz.write_all(&zeros).unwrap();
+    }
+    let blob = gz.finish().unwrap();
+    assert!(blob.len() < 1 << 20);
+    let sb = Sandbox::new();
+    let err = sb
+        .extract_with(PathFilter::Everything, Limits::default(), &[blob])
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, ExtractErrorKind::TooManyBytes { limit } if limit == 8 << 30),
+        "{err}"
+    );
+    assert!(sb.tree().is_empty(), "wrote {:?}", sb.tree());
+}
+
+#[test]
+fn a_zstd_bomb_is_refused_at_the_default_byte_limit_before_writing() {
+    // A handmade zstd frame: the header as a raw block, then RLE blocks of zeros (4 bytes
+    // each for 128 KiB): about 300 KB that would decode to 9 GiB.
+    let mut frame = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x38];
+    let block = |last: bool, kind: u32, size: u32| {
+        let v = u32::from(last) | (kind << 1) | (size << 3);
+        v.to_le_bytes()[..3].to_vec()
+    };
+    let header = bomb_header();
+    frame.extend(block(false, 0, header.len() as u32));
+    frame.extend(&header);
+    let blocks = (9u64 << 30) / (128 << 10);
+    for i in 0..blocks {
+        frame.extend(block(i + 1 == blocks, 1, 128 << 10));
+        frame.push(0);
+    }
+    let sb = Sandbox::new();
+    let err = sb
+        .extract_with(PathFilter::Everything, Limits::default(), &[frame])
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, ExtractErrorKind::TooManyBytes { limit } if limit == 8 << 30),
+        "{err}"
+    );
+    assert!(sb.tree().is_empty(), "wrote {:?}", sb.tree());
+}
+
+/// A plain tar of `count` empty files under `junk/`, generated while it is read.
+struct ManyEntries {
+    next: u64,
+    count: u64,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for ManyEntries {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+            if self.next < self.count {
+                let name = format!("junk/{}", self.next);
+                self.buf.extend_from_slice(
+                    raw_header(name.as_bytes(), EntryType::Regular, 0o644, 0, b"").as_bytes(),
+                );
+                self.next += 1;
+            } else if self.next == self.count {
+                self.buf.extend_from_slice(&[0u8; 1024]);
+                self.next += 1;
+            } else {
+                return Ok(0);
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_layer_of_a_million_and_one_entries_stops_at_the_default_entry_limit() {
+    let limit = Limits::default().max_entries;
+    let sb = Sandbox::new();
+    // Entries outside the filter are skipped but still counted, so no inode is spent here.
+    let mut extractor = Extractor::new(
+        sb.root(),
+        PathFilter::Under(PathBuf::from("configs")),
+        Limits::default(),
+    );
+    let err = extractor
+        .apply_layer(
+            LAYER,
+            ManyEntries {
+                next: 0,
+                count: limit + 1,
+                buf: Vec::new(),
+                pos: 0,
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, ExtractErrorKind::TooManyEntries { limit: l } if l == limit),
+        "{err}"
+    );
+    assert_eq!(err.entry, format!("junk/{limit}"));
+    assert!(sb.tree().is_empty());
+}

@@ -643,3 +643,62 @@ fn https_catalog_urls_are_trusted_through_the_ca_file() {
         stderr(&out)
     );
 }
+
+/// A one-package catalog (`p`, channel `s`, bundle `p.v1`) in a fresh directory, plus `extra`
+/// files beside it.
+fn small_catalog(package_extra: &str, extra: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        format!(
+            "schema: olm.package\nname: p\ndefaultChannel: s\n{package_extra}---\nschema: olm.channel\nname: s\npackage: p\nentries:\n- name: p.v1\n---\nschema: olm.bundle\nname: p.v1\npackage: p\nimage: quay.io/p:v1\nproperties:\n- type: olm.package\n  value: {{packageName: p, version: 1.0.0}}\n"
+        ),
+    )
+    .unwrap();
+    for (name, text) in extra {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+// Issue 15 item 4, a deliberate difference (README): upstream's resolver fails with
+// `error loading package "p": parse package: illegal base64 data at input byte 1`, because Go
+// decodes the icon into bytes; the icon plays no part in installing, so this resolves.
+#[test]
+fn a_package_whose_icon_is_not_base64_resolves_from_a_directory_and_from_catalogd() {
+    let dir = small_catalog("icon: {base64data: 'a b', mediatype: image/png}\n", &[]);
+    let served = serve(dir.path(), "icons");
+    for location in [dir.path().to_str().unwrap(), served.url.as_str()] {
+        let o = resolve(&["--catalog", location, "--package", "p"]);
+        assert_eq!(o.status.code(), Some(0), "{location}: {}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["bundle"]["name"], "p.v1");
+    }
+}
+
+// Issue 15 item 5: upstream fails with `error loading package "p": object
+// '{"name":"x","package":"p"}\n' is missing root schema field` (operator-registry's words,
+// around the canonical blob and its encoder's newline); the same words follow our prefix.
+// Upstream's resolver sees the object because it downloads `/all`; catalogd's `/metas` (ours
+// and upstream's, byte for byte) never returns an object without schema, so over catalogd this
+// resolves: a documented difference (README).
+#[test]
+fn a_schemaless_blob_in_the_package_fails_resolution_in_upstreams_words() {
+    let dir = small_catalog("", &[("x.json", r#"{"package":"p","name":"x"}"#)]);
+    let o = resolve(&["--catalog", dir.path().to_str().unwrap(), "--package", "p"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error walking catalogs: error getting package \"p\" from catalog \""),
+        "{err}"
+    );
+    assert!(
+        err.trim_end().ends_with(
+            "object without schema: object '{\"name\":\"x\",\"package\":\"p\"}\n' is missing root schema field"
+        ),
+        "{err}"
+    );
+    let served = serve(dir.path(), "schemaless");
+    let o = resolve(&["--catalog", &served.url, "--package", "p"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -128,14 +128,26 @@ impl Object {
     pub fn from_pairs(mut pairs: Vec<(String, Value)>) -> Object {
         // A stable sort keeps document order among equal keys, so the last of each run wins.
         pairs.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        let mut entries: Vec<(String, Value)> = Vec::with_capacity(pairs.len());
-        for (k, v) in pairs {
-            match entries.last_mut() {
-                Some(last) if last.0 == k => last.1 = v,
-                _ => entries.push((k, v)),
+        // In place, without a second vector: `dedup_by` keeps the first of a run, so each later
+        // value is swapped into it before the later entry is dropped.
+        pairs.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(&mut later.1, &mut kept.1);
             }
-        }
-        Object { entries }
+            same
+        });
+        // The parser grew the vector by doubling; an object lives long, its slack should not.
+        pairs.shrink_to_fit();
+        Object { entries: pairs }
+    }
+
+    /// The stored key equal to `key`, if any.
+    pub fn get_key(&self, key: &str) -> Option<&str> {
+        self.entries
+            .binary_search_by(|(k, _)| k.as_bytes().cmp(key.as_bytes()))
+            .ok()
+            .map(|i| self.entries[i].0.as_str())
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
@@ -752,6 +764,7 @@ impl Parser<'_> {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
+                    items.shrink_to_fit();
                     return Ok(Value::Array(items));
                 }
                 _ => return Err(self.err_char("after array element")),

@@ -21,6 +21,9 @@
 use std::io;
 use std::path::Path;
 
+use super::walk::{MAX_INDEX_IGNORE_BYTES, WalkError, file_error};
+use crate::regular_file::read_regular;
+
 /// The name of the files holding ignore patterns.
 pub const INDEX_IGNORE_FILE: &str = ".indexignore";
 
@@ -163,22 +166,29 @@ pub struct IgnoreMatcher {
 
 impl IgnoreMatcher {
     /// Reads every `.indexignore` below `root`, in the same lexical walk order as the catalog walk.
-    pub fn load(root: &Path) -> io::Result<IgnoreMatcher> {
+    /// Each must be a regular file of at most [`MAX_INDEX_IGNORE_BYTES`]; errors name the path
+    /// that failed (a directory or file below the root, not the root).
+    pub fn load(root: &Path) -> Result<IgnoreMatcher, WalkError> {
         let mut matcher = IgnoreMatcher::default();
         matcher.collect(root, &mut Vec::new())?;
         Ok(matcher)
     }
 
-    fn collect(&mut self, dir: &Path, rel: &mut Vec<String>) -> io::Result<()> {
-        for entry in super::walk::sorted_entries(dir)? {
+    fn collect(&mut self, dir: &Path, rel: &mut Vec<String>) -> Result<(), WalkError> {
+        let io_err = |path: &Path, source: io::Error| WalkError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        for entry in super::walk::sorted_entries(dir).map_err(|e| io_err(dir, e))? {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let file_type = entry.file_type()?;
+            let path = entry.path();
+            let file_type = entry.file_type().map_err(|e| io_err(&path, e))?;
             if file_type.is_dir() {
                 rel.push(name);
-                self.collect(&entry.path(), rel)?;
+                self.collect(&path, rel)?;
                 rel.pop();
             } else if name == INDEX_IGNORE_FILE {
-                let text = std::fs::read(entry.path())?;
+                let text = read_regular(&path, MAX_INDEX_IGNORE_BYTES).map_err(file_error)?;
                 self.add_patterns(&String::from_utf8_lossy(&text), rel);
             }
         }

@@ -220,10 +220,16 @@ pub enum LoadError {
 }
 
 impl DeclarativeConfig {
-    /// Loads every object under `root` (a directory, or a single file).
+    /// Loads every object under `root` (a directory, or a single file) as `opm validate` loads
+    /// it: an empty YAML document is an object without schema, which fails the load (see
+    /// [`walk::NullDocuments`]).
     pub fn load_dir(root: &Path) -> Result<Self, LoadError> {
         let mut cfg = DeclarativeConfig::default();
-        walk::walk_objects_dir(root, &mut |raw: RawObject| cfg.push_raw(raw))?;
+        walk::walk_objects_dir(
+            root,
+            walk::NullDocuments::AsObjects,
+            &mut |raw: RawObject| cfg.push_raw(raw),
+        )?;
         Ok(cfg)
     }
 
@@ -257,16 +263,18 @@ impl DeclarativeConfig {
             name: meta.name,
             value,
             origin: meta.origin,
+            empty_document: false,
         })
     }
 
     fn push_other(&mut self, meta: Meta) -> Result<(), LoadError> {
         if meta.schema.is_empty() {
+            // operator-registry's words, around the blob exactly as it holds it (canonical JSON
+            // and the newline its encoder adds; nothing at all for an empty YAML document).
             let text = String::from_utf8_lossy(&meta.blob);
-            let shown: String = text.chars().take(200).collect();
-            let ellipsis = if shown.len() < text.len() { "…" } else { "" };
+            let newline = if text.is_empty() { "" } else { "\n" };
             return Err(LoadError::Invalid {
-                message: format!("object {shown}{ellipsis} is missing root schema field"),
+                message: format!("object '{text}{newline}' is missing root schema field"),
                 object: Box::new(ObjectRef {
                     origin: Some(meta.origin),
                     ..ObjectRef::default()
@@ -620,12 +628,43 @@ mod tests {
     }
 
     #[test]
-    fn an_object_without_schema_fails_the_load() {
-        let e = load("{\"name\":\"x\"}").unwrap_err();
-        assert!(
-            e.to_string().contains("is missing root schema field"),
-            "{e}"
+    fn an_object_without_schema_fails_the_load_in_upstreams_words() {
+        // operator-registry v1.73.0 prints exactly this blob: canonical JSON, then a newline.
+        let e = load("{\"name\":\"x\",\"b\":[1.0,\"<&>\"]}").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "failed to load t:1:1: object without schema: object '{\"b\":[1,\"<&>\"],\"name\":\"x\"}\n' is missing root schema field"
         );
+    }
+
+    // `opm validate` on each of these directories fails with `object '' is missing root schema
+    // field` (checked with operator-registry v1.73.0), while catalogd serves nothing for them.
+    #[test]
+    fn empty_yaml_documents_fail_a_directory_load_as_in_opm_validate() {
+        for (file, text) in [
+            ("only-comment.yaml", "# only a comment\n"),
+            ("README.md", "# Title\n"),
+            ("blank.yaml", "\n\n"),
+            ("separator.yaml", "---\n"),
+            ("tilde.yaml", "~\n"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("a.yaml"), "schema: olm.package\nname: p\n").unwrap();
+            std::fs::write(dir.path().join(file), text).unwrap();
+            let e = DeclarativeConfig::load_dir(dir.path()).unwrap_err();
+            let shown = e.to_string();
+            assert!(
+                shown.ends_with(": object without schema: object '' is missing root schema field"),
+                "{file}: {shown}"
+            );
+            assert!(shown.contains(file), "{shown}");
+            // A stream read for resolution skips them: catalogd serves nothing for them.
+            let cfg = DeclarativeConfig::from_reader(text.as_bytes(), file).unwrap();
+            assert!(cfg.others.is_empty() && cfg.packages.is_empty());
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("empty.yaml"), "").unwrap();
+        assert!(DeclarativeConfig::load_dir(dir.path()).is_ok());
     }
 
     #[test]

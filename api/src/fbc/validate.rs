@@ -13,11 +13,13 @@
 //! | package (versions) | two bundles in its channels share a version (and release) |
 //! | deprecations | no or unknown package; more than one per package; an entry without schema, with an unknown schema, repeated, with an empty message, or pointing at a missing bundle/channel; a package entry with a name |
 //!
-//! Warnings (the catalog stays valid):
-//! - a `skipRange` the blang range dialect cannot parse (real catalogs contain `>=v1.9.0 <v1.10.1`;
-//!   upstream rejects it, the resolver simply never matches it);
-//! - a package icon whose `base64data` is not valid base64 (upstream's Go decoding fails the load;
-//!   the icon only matters for display, and the large derived test catalog has three such icons).
+//! Two checks of `opm validate` concern things this project serves and resolves fine. They are
+//! errors, as in opm, unless [`Checks::lenient`] is set, which makes them warnings:
+//!
+//! | finding | `opm validate` | upstream catalogd / resolver | here: serving, resolving | default | lenient |
+//! |---|---|---|---|---|---|
+//! | a `skipRange` blang cannot parse (`not-a-range`; the derived test catalog has `<v1.12.0`) | rejects | serves; the resolver ignores the range | same | error | warning |
+//! | a package icon whose `base64data` is not base64 (three in the derived test catalog) | rejects at load | serves; the resolver cannot load the package | serves; resolves (the icon is never used) | error | warning |
 //!
 //! Deliberate difference: upstream checks "every channel entry has a bundle" only for the last
 //! channel of each package (a bookkeeping slip); here every channel is checked.
@@ -68,6 +70,9 @@ pub struct Checks<'a> {
     pub version: &'a dyn Fn(&str) -> Result<(), String>,
     /// A bundle release (dot-separated semver pre-release identifiers, at most 20 characters).
     pub release: &'a dyn Fn(&str) -> Result<(), String>,
+    /// Report what `opm validate` rejects but this project serves and resolves (an unparsable
+    /// `skipRange`, an undecodable icon) as warnings instead of errors (module table).
+    pub lenient: bool,
 }
 
 impl Default for Checks<'static> {
@@ -77,6 +82,7 @@ impl Default for Checks<'static> {
             skip_range: &blang_skip_range,
             version: &blang_version,
             release: &release_identifiers,
+            lenient: false,
         }
     }
 }
@@ -151,6 +157,15 @@ impl Out {
             message: message.into(),
         });
     }
+
+    /// An error, or a warning in lenient mode (see the module table).
+    fn opm_error(&mut self, lenient: bool, object: &ObjectRef, message: impl Into<String>) {
+        if lenient {
+            self.warning(object, message);
+        } else {
+            self.error(object, message);
+        }
+    }
 }
 
 fn at(origin: &Option<super::walk::Origin>) -> String {
@@ -194,9 +209,13 @@ pub fn validate(cfg: &DeclarativeConfig, checks: &Checks<'_>) -> Report {
         if let Some(icon) = &p.icon
             && let Err(e) = icon.data()
         {
-            out.warning(
+            // `parse package: <Go's error>` is what opm and upstream's resolver report.
+            out.opm_error(
+                checks.lenient,
                 &obj,
-                format!("icon.base64data is not valid base64 (upstream tools fail to load this package): {e}"),
+                format!(
+                    "icon.base64data: parse package: {e} (opm and upstream's resolver cannot load this package; this project serves and resolves it, the icon is only displayed)"
+                ),
             );
         }
     }
@@ -467,10 +486,12 @@ fn check_channel(c: &Channel, checks: &Checks<'_>, out: &mut Out) {
         if let Some(r) = &e.skip_range
             && let Err(reason) = (checks.skip_range)(r)
         {
-            out.warning(
+            // opm's words (`invalid skipRange "R": <blang error>`); the resolver never matches it.
+            out.opm_error(
+                checks.lenient,
                 &obj,
                 format!(
-                    "entry {:?}: skipRange {r:?} is not a valid range and will never match: {reason}",
+                    "entry {:?}: invalid skipRange {r:?}: {reason} (resolvers ignore it: it never matches)",
                     e.name
                 ),
             );
@@ -752,20 +773,47 @@ mod tests {
         );
     }
 
+    // `opm validate` (operator-registry v1.73.0) rejects both with
+    // `invalid skipRange "not-a-range": Could not get version from string: "not-a-range"`.
     #[test]
-    fn unparsable_skip_range_is_a_warning_only() {
+    fn unparsable_skip_range_is_an_error_as_in_opm_and_a_warning_when_lenient() {
+        for range in ["not-a-range", ">=v1.9.0 <v1.10.1"] {
+            let y = format!(
+                "{PKG}{}{}",
+                chan("stable", &format!("- name: a\n  skipRange: '{range}'\n")),
+                bundle("a", "1.0.0")
+            );
+            let r = report(&y);
+            assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+            assert!(
+                r.errors[0]
+                    .message
+                    .starts_with(&format!("entry \"a\": invalid skipRange \"{range}\": ")),
+                "{}",
+                r.errors[0].message
+            );
+            let cfg = DeclarativeConfig::from_reader(y.as_bytes(), "t").unwrap();
+            let lenient = validate(
+                &cfg,
+                &Checks {
+                    lenient: true,
+                    ..Checks::default()
+                },
+            );
+            assert!(lenient.is_valid());
+            assert_eq!(lenient.warnings.len(), 1);
+        }
         let y = format!(
             "{PKG}{}{}",
-            chan("stable", "- name: a\n  skipRange: '>=v1.9.0 <v1.10.1'\n"),
+            chan("stable", "- name: a\n  skipRange: 'not-a-range'\n"),
             bundle("a", "1.0.0")
         );
-        let r = report(&y);
-        assert!(r.is_valid(), "{:?}", r.errors);
-        assert_eq!(r.warnings.len(), 1);
         assert!(
-            r.warnings[0]
+            report(&y).errors[0]
                 .message
-                .contains("skipRange \">=v1.9.0 <v1.10.1\"")
+                .contains("Could not get version from string: \"not-a-range\""),
+            "{:?}",
+            report(&y).errors
         );
     }
 
@@ -904,28 +952,40 @@ mod tests {
         );
     }
 
+    // `opm validate` fails the load with `parse package: illegal base64 data at input byte 1`.
     #[test]
-    fn bad_icon_base64_is_a_warning_and_bad_bundle_object_an_error() {
+    fn bad_icon_base64_is_an_error_as_in_opm_and_bad_bundle_object_too() {
         let y = format!(
             "schema: olm.package\nname: p\ndefaultChannel: stable\nicon: {{base64data: 'a b', mediatype: image/png}}\n{}---\nschema: olm.bundle\nname: a\npackage: p\nimage: ''\nproperties:\n- type: olm.package\n  value: {{packageName: p, version: 1.0.0}}\n- type: olm.bundle.object\n  value: {{data: '%%%'}}\n",
             chan("stable", "- name: a\n")
         );
         let r = report(&y);
-        assert_eq!(r.warnings.len(), 1);
-        assert!(
-            r.warnings[0]
-                .message
-                .starts_with("icon.base64data is not valid base64")
-        );
+        assert!(r.warnings.is_empty());
         let e: Vec<&str> = r.errors.iter().map(|f| f.message.as_str()).collect();
-        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(e.len(), 3, "{e:?}");
         assert!(
             e[0].starts_with(
+                "icon.base64data: parse package: illegal base64 data at input byte 1 (opm and upstream's resolver cannot load this package"
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e[1].starts_with(
                 "properties[1]: failed to parse property of type \"olm.bundle.object\""
             ),
             "{e:?}"
         );
-        assert_eq!(e[1], "bundle image must be set");
+        assert_eq!(e[2], "bundle image must be set");
+        let cfg = DeclarativeConfig::from_reader(y.as_bytes(), "t").unwrap();
+        let lenient = validate(
+            &cfg,
+            &Checks {
+                lenient: true,
+                ..Checks::default()
+            },
+        );
+        assert_eq!(lenient.errors.len(), 2);
+        assert_eq!(lenient.warnings.len(), 1);
     }
 
     #[test]

@@ -17,19 +17,52 @@
 //! Memory: one object at a time. JSON is split into objects on the fly; YAML is split into
 //! documents line by line; no file is read whole.
 //!
+//! Hostile input (every limit is also in docs/SECURITY.md):
+//!
+//! | input | outcome |
+//! |---|---|
+//! | a FIFO, device or socket (directly or through a symlink, e.g. to `/dev/zero`) | error naming it: `not a regular file (a FIFO)`; never opened blocking, never read |
+//! | a `.indexignore` that is not a regular file, or over [`MAX_INDEX_IGNORE_BYTES`] | the same error, naming the `.indexignore` |
+//! | a catalog file over [`MAX_CATALOG_FILE_BYTES`] (or growing past it while read) | error naming the file and both sizes |
+//! | one JSON value or YAML document over [`MAX_OBJECT_BYTES`] | error at the object's line and column |
+//! | a YAML document whose aliases and merge keys expand it past [`MAX_OBJECT_BYTES`] | error at the alias (see [`super::yaml`]) |
+//! | a path the OS refuses (longer than `PATH_MAX`) | error naming that path, not the catalog root |
+//!
 //! Each object's top-level keys `schema`, `package` and `name` are found case-insensitively (upstream
 //! matches them with Unicode case folding); two top-level keys that differ only in case are an error,
 //! and so is a non-string value for one of those three keys.
 
 use std::fmt;
-use std::fs::{self, DirEntry, File};
+use std::fs::{self, DirEntry};
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 use std::sync::Arc;
 
 use super::gojson::{self, Object, Value};
 use super::indexignore::{INDEX_IGNORE_FILE, IgnoreMatcher};
-use super::yaml::{self, DocumentSplitter, SplitError};
+use super::yaml::{self, DocumentSplitter, SplitError, YamlError};
+use crate::regular_file::{FileError, open_regular_bounded};
+
+/// Largest catalog file read (1 GiB). Files are streamed, so this bounds time, not memory; the
+/// largest real catalog file seen is 4.3 MB, and a whole index rendered into one file stays far
+/// below it.
+pub const MAX_CATALOG_FILE_BYTES: u64 = 1 << 30;
+
+/// Largest single object: one JSON value, or one YAML document as written and as its aliases
+/// expand it (16 MiB; the largest real object, a bundle embedding its manifests, is 1.2 MB).
+/// Memory per object is a small multiple of this.
+pub const MAX_OBJECT_BYTES: usize = 16 << 20;
+
+/// Largest `.indexignore` read (1 MiB).
+pub const MAX_INDEX_IGNORE_BYTES: u64 = 1 << 20;
+
+/// A [`FileError`] as the walk reports it: the path, and what is wrong with the file.
+pub(crate) fn file_error(e: FileError) -> WalkError {
+    WalkError::Io {
+        path: e.path.display().to_string(),
+        source: e.into_io_error(),
+    }
+}
 
 /// Where an object was read from (`Default`: nowhere in particular, line 0).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -104,21 +137,45 @@ pub(crate) struct RawObject {
     pub schema: String,
     pub package: String,
     pub name: String,
-    /// The whole object (`Value::Null` only for a JSON `null` in a JSON stream).
+    /// The whole object (`Value::Null` for a JSON `null` in a JSON stream, or for an empty YAML
+    /// document when [`NullDocuments::AsObjects`] asks for those).
     pub value: Value,
     pub origin: Origin,
+    /// An empty YAML document (blank, comments only, `~`): upstream's blob for it is empty.
+    pub empty_document: bool,
 }
 
 impl RawObject {
     pub(crate) fn into_meta(self) -> Meta {
+        let blob = if self.empty_document {
+            Vec::new()
+        } else {
+            self.value.to_canonical()
+        };
         Meta {
             schema: self.schema,
             package: self.package,
             name: self.name,
-            blob: self.value.to_canonical(),
+            blob,
             origin: self.origin,
         }
     }
+}
+
+/// What to do with a YAML document that holds no value (only blank lines or comments, `---`
+/// alone, or `~`).
+///
+/// Upstream decodes such a document into an object with no schema and an empty blob. catalogd
+/// stores the empty blob, so it serves nothing for it, and neither does the resolver see
+/// anything; `opm validate` (operator-registry's `LoadFS`) rejects it: `object '' is missing
+/// root schema field`. A README whose text is only `# headings` is such a document, since
+/// every file not excluded by `.indexignore` is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NullDocuments {
+    /// Skip them (serving and resolution: nothing to serve).
+    Skip,
+    /// Report each as an object without schema (validation, as `opm validate`).
+    AsObjects,
 }
 
 /// Streams every object under `root` in upstream order, honouring `.indexignore`, calling `f` for
@@ -127,7 +184,9 @@ pub fn walk_metas_dir(
     root: &Path,
     mut f: impl FnMut(Meta) -> Result<(), WalkError>,
 ) -> Result<(), WalkError> {
-    walk_objects_dir(root, &mut |raw: RawObject| f(raw.into_meta()))
+    walk_objects_dir(root, NullDocuments::Skip, &mut |raw: RawObject| {
+        f(raw.into_meta())
+    })
 }
 
 /// Streams every object of a JSON or YAML stream (JSON Lines, concatenated JSON, `---`-separated
@@ -144,14 +203,17 @@ pub fn walk_metas_reader(
 
 pub(crate) fn walk_objects_dir<E: From<WalkError>>(
     root: &Path,
+    null_documents: NullDocuments,
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
     catalog_files(root, &mut |path: &Path| {
-        let file = File::open(path).map_err(|source| WalkError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        read_stream(file, Arc::from(path.display().to_string()), f)
+        let file = open_regular_bounded(path, MAX_CATALOG_FILE_BYTES).map_err(file_error)?;
+        read_stream_with(
+            file,
+            Arc::from(path.display().to_string()),
+            null_documents,
+            f,
+        )
     })
 }
 
@@ -170,7 +232,7 @@ pub fn catalog_files<E: From<WalkError>>(
     if !meta.is_dir() {
         return visit(root);
     }
-    let matcher = IgnoreMatcher::load(root).map_err(|e| io_err(root, e))?;
+    let matcher = IgnoreMatcher::load(root)?;
     visit_dir(root, &mut Vec::new(), &matcher, visit)
 }
 
@@ -225,8 +287,17 @@ fn visit_dir<E: From<WalkError>>(
 const JSON_SNIFF_BYTES: usize = 4096;
 
 pub(crate) fn read_stream<E: From<WalkError>>(
+    r: impl Read,
+    file: Arc<str>,
+    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+) -> Result<(), E> {
+    read_stream_with(r, file, NullDocuments::Skip, f)
+}
+
+pub(crate) fn read_stream_with<E: From<WalkError>>(
     mut r: impl Read,
     file: Arc<str>,
+    null_documents: NullDocuments,
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
     let io_err = |source: io::Error| WalkError::Io {
@@ -240,7 +311,11 @@ pub(crate) fn read_stream<E: From<WalkError>>(
         .map_err(io_err)?;
     let is_json = String::from_utf8_lossy(&head).trim_start().starts_with('{');
     let reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(r));
-    let mut cx = StreamCx { file, index: 0 };
+    let mut cx = StreamCx {
+        file,
+        index: 0,
+        null_documents,
+    };
     if is_json {
         read_json(reader, &mut cx, f)
     } else {
@@ -252,6 +327,7 @@ struct StreamCx {
     file: Arc<str>,
     /// Objects emitted so far from this stream.
     index: usize,
+    null_documents: NullDocuments,
 }
 
 impl StreamCx {
@@ -278,14 +354,24 @@ fn read_json<E: From<WalkError>>(
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let Some((line, column)) =
-            splitter
-                .next_value(&mut buf)
-                .map_err(|source| WalkError::Io {
+        let next = match splitter.next_value(&mut buf) {
+            Ok(next) => next,
+            Err(SplitError::Io(source)) => {
+                return Err(WalkError::Io {
                     path: cx.file.to_string(),
                     source,
-                })?
-        else {
+                }
+                .into());
+            }
+            Err(SplitError::Syntax(e)) => {
+                return Err(WalkError::Syntax {
+                    at: cx.origin(e.line, e.column),
+                    message: e.message,
+                }
+                .into());
+            }
+        };
+        let Some((line, column)) = next else {
             return Ok(());
         };
         let decoded = match gojson::parse(&buf) {
@@ -341,6 +427,14 @@ fn read_yaml<E: From<WalkError>>(
         let next = match splitter.next_document() {
             Ok(Some(doc)) => match yaml::document_to_value(&doc) {
                 Ok(Some(v)) => to_raw_object(v, cx.origin(doc.first_line, 1), false),
+                Ok(None) if cx.null_documents == NullDocuments::AsObjects => Ok(Some(RawObject {
+                    schema: String::new(),
+                    package: String::new(),
+                    name: String::new(),
+                    value: Value::Null,
+                    origin: cx.origin(doc.first_line, 1),
+                    empty_document: true,
+                })),
                 Ok(None) => continue,
                 Err(e) => Err(WalkError::Syntax {
                     at: cx.origin(e.line, e.column),
@@ -381,6 +475,7 @@ fn to_raw_object(v: Value, at: Origin, from_json: bool) -> Result<Option<RawObje
                 name: String::new(),
                 value: Value::Null,
                 origin: at,
+                empty_document: false,
             }));
         }
         Value::Null => return Ok(None),
@@ -401,6 +496,7 @@ fn to_raw_object(v: Value, at: Origin, from_json: bool) -> Result<Option<RawObje
         name,
         value: Value::Object(obj),
         origin: at,
+        empty_document: false,
     }))
 }
 
@@ -414,9 +510,29 @@ pub(crate) fn fold_key(key: &str) -> String {
     }
 }
 
+/// Whether `key` is its own fold (ASCII without capitals). Two distinct such keys never fold
+/// alike, so only the other keys need folding: an object of a million plain keys costs no
+/// allocation here.
+fn is_own_fold(key: &str) -> bool {
+    key.is_ascii() && !key.bytes().any(|b| b.is_ascii_uppercase())
+}
+
 fn meta_keys(obj: &Object) -> Result<(String, String, String), String> {
-    let mut folded: Vec<(String, &str)> = obj.iter().map(|(k, _)| (fold_key(k), k)).collect();
+    // Keys that fold to something else, with their fold; plus any plain key equal to such a
+    // fold (`name` beside `Name`), which belongs to the same group.
+    let mut folded: Vec<(String, &str)> = obj
+        .iter()
+        .filter(|(k, _)| !is_own_fold(k))
+        .map(|(k, _)| (fold_key(k), k))
+        .collect();
+    let plain_partners: Vec<(String, &str)> = folded
+        .iter()
+        .filter_map(|(f, _)| obj.get_key(f).filter(|k| is_own_fold(k)))
+        .map(|k| (k.to_owned(), k))
+        .collect();
+    folded.extend(plain_partners);
     folded.sort();
+    folded.dedup();
     let mut dups: Vec<String> = Vec::new();
     let mut i = 0;
     while i < folded.len() {
@@ -439,7 +555,14 @@ fn meta_keys(obj: &Object) -> Result<(String, String, String), String> {
     }
     let mut out = [String::new(), String::new(), String::new()];
     for (slot, field) in out.iter_mut().zip(["schema", "package", "name"]) {
-        let found = obj.iter().find(|(k, _)| fold_key(k) == field);
+        // No duplicates are left, so at most one key folds to `field`.
+        let found = match obj.get(field) {
+            Some(v) => Some((field, v)),
+            None => folded
+                .iter()
+                .find(|(f, _)| f == field)
+                .and_then(|(_, k)| obj.get(k).map(|v| (*k, v))),
+        };
         match found {
             None => {}
             Some((_, Value::String(s))) => *slot = s.clone(),
@@ -489,6 +612,19 @@ static STRUCTURAL: [bool; 256] = {
     t
 };
 
+/// Why splitting stopped inside [`JsonSplitter`].
+enum Bounded {
+    Io(io::Error),
+    /// The value starting at this line and column is over [`MAX_OBJECT_BYTES`].
+    TooLarge(usize, usize),
+}
+
+impl From<io::Error> for Bounded {
+    fn from(e: io::Error) -> Self {
+        Bounded::Io(e)
+    }
+}
+
 /// Splits a JSON stream into top-level values without parsing them.
 struct JsonSplitter<R> {
     reader: R,
@@ -498,8 +634,20 @@ struct JsonSplitter<R> {
 
 impl<R: BufRead> JsonSplitter<R> {
     /// Appends the next value's bytes to `buf`; returns its starting line/column, or `None` at
-    /// the end of the stream. Malformed input yields a slice the parser will reject.
-    fn next_value(&mut self, buf: &mut Vec<u8>) -> io::Result<Option<(usize, usize)>> {
+    /// the end of the stream. Malformed input yields a slice the parser will reject. A value
+    /// over [`MAX_OBJECT_BYTES`] is an error at its start.
+    fn next_value(&mut self, buf: &mut Vec<u8>) -> Result<Option<(usize, usize)>, SplitError> {
+        self.next_value_bounded(buf).map_err(|e| match e {
+            Bounded::Io(e) => SplitError::Io(e),
+            Bounded::TooLarge(line, column) => SplitError::Syntax(YamlError {
+                line,
+                column,
+                message: format!("object is larger than the limit of {MAX_OBJECT_BYTES} bytes"),
+            }),
+        })
+    }
+
+    fn next_value_bounded(&mut self, buf: &mut Vec<u8>) -> Result<Option<(usize, usize)>, Bounded> {
         // Skip JSON whitespace.
         loop {
             let chunk = self.reader.fill_buf()?;
@@ -594,6 +742,9 @@ impl<R: BufRead> JsonSplitter<R> {
                 i += 1;
             }
             let n = end.unwrap_or(chunk.len());
+            if buf.len() + n > MAX_OBJECT_BYTES {
+                return Err(Bounded::TooLarge(start.0, start.1));
+            }
             buf.extend_from_slice(&chunk[..n]);
             advance(&mut self.line, &mut self.column, &chunk[..n]);
             self.reader.consume(n);
@@ -663,6 +814,19 @@ mod tests {
             ),
             ("olm.bundle", "p", "n")
         );
+    }
+
+    #[test]
+    fn non_ascii_keys_folding_to_a_plain_key_collide_or_count_as_it() {
+        // `ſ` (long s) folds to `s`, as Unicode case folding does upstream.
+        let e = metas("{\"ſchema\":\"a\",\"schema\":\"b\"}").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(r#"duplicate keys for key "schema": [schema ſchema]"#),
+            "{e}"
+        );
+        let ms = metas("{\"ſchema\":\"olm.package\",\"name\":\"x\"}").unwrap();
+        assert_eq!(ms[0].schema, "olm.package");
     }
 
     #[test]

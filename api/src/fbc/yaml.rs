@@ -38,14 +38,21 @@
 //! sequence of merged maps the first map wins. Non-string keys become strings as sigs.k8s.io/yaml
 //! does (`1` → `"1"`, `true` → `"true"`, `1.5` → `"1.5"` via float32 formatting); `null`, large
 //! unsigned, list and map keys are errors.
+//!
+//! Bounds (hostile input): a document is at most [`MAX_OBJECT_BYTES`] as written, and as it
+//! expands: every scalar and key counts its text plus two bytes, and an alias (also behind a
+//! merge key) counts the whole expanded size of what it copies, charged before the copy is made.
+//! So a 1 MB file aliasing a 1 MiB string 2,000 times stops at 16 MiB instead of taking 2 GB.
+//! Alias-copied nodes are also capped at 10,000,000, and nesting at the parser's recursion limit.
 
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 
 use base64::Engine as _;
 use granit_parser::{Event, Parser, ScalarStyle, Tag};
 
 use super::gojson::{Number, Object, Value, format_float32_g, is_json_number, string_lossy};
+use super::walk::MAX_OBJECT_BYTES;
 
 /// A YAML problem at a line/column of the file (1-based line, 1-based column).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,16 +88,33 @@ impl<R: BufRead> DocumentSplitter<R> {
         }
     }
 
-    /// The next non-empty document, `Ok(None)` at the end of the stream.
+    /// The next non-empty document, `Ok(None)` at the end of the stream. A document (or a
+    /// line) longer than [`MAX_OBJECT_BYTES`] is an error at its first line, found before more
+    /// than that is buffered.
     pub fn next_document(&mut self) -> Result<Option<Document>, SplitError> {
         let mut text: Vec<u8> = Vec::new();
         let mut first_line = 0;
         loop {
             self.line_buf.clear();
-            let n = self
-                .reader
+            // One byte past the room left tells a document that is too large.
+            let room = (MAX_OBJECT_BYTES - text.len()) as u64 + 1;
+            let n = (&mut self.reader)
+                .take(room)
                 .read_until(b'\n', &mut self.line_buf)
                 .map_err(SplitError::Io)?;
+            if text.len() + n > MAX_OBJECT_BYTES {
+                return Err(SplitError::Syntax(YamlError {
+                    line: if text.is_empty() {
+                        self.line + 1
+                    } else {
+                        first_line
+                    },
+                    column: 1,
+                    message: format!(
+                        "YAML document is larger than the limit of {MAX_OBJECT_BYTES} bytes"
+                    ),
+                }));
+            }
             if n == 0 {
                 return Ok(if text.is_empty() {
                     None
@@ -139,6 +163,11 @@ pub enum SplitError {
 /// Upper bound on nodes produced by alias expansion in one document (alias bombs).
 const MAX_ALIAS_EXPANDED_NODES: usize = 10_000_000;
 
+/// What one node adds to a document's expanded size besides its text: the punctuation JSON
+/// would need for it (quotes, a comma or colon). A rough floor, so that a bomb of tiny aliased
+/// nodes is charged for each of them.
+const NODE_OVERHEAD_BYTES: usize = 2;
+
 /// Converts the first YAML document of `doc` to a JSON value. `Ok(None)` for an empty document.
 pub fn document_to_value(doc: &Document) -> Result<Option<Value>, YamlError> {
     let text = std::str::from_utf8(&doc.text).map_err(|e| {
@@ -158,6 +187,7 @@ pub fn document_to_value(doc: &Document) -> Result<Option<Value>, YamlError> {
         first_line: doc.first_line,
         anchors: HashMap::new(),
         expanded: 0,
+        size: 0,
     };
     b.document()
 }
@@ -165,8 +195,14 @@ pub fn document_to_value(doc: &Document) -> Result<Option<Value>, YamlError> {
 struct Builder<'a> {
     parser: Parser<'a, granit_parser::StrInput<'a>>,
     first_line: usize,
-    anchors: HashMap<usize, Value>,
+    /// Anchored values, by anchor id; each holds its expanded size.
+    anchors: HashMap<usize, (Value, usize)>,
+    /// Nodes copied in by aliases so far.
     expanded: usize,
+    /// The document's expanded size so far: text of every scalar and key, plus
+    /// [`NODE_OVERHEAD_BYTES`] per node, aliased copies counted in full. Bounded by
+    /// [`MAX_OBJECT_BYTES`], like a document written out in full.
+    size: usize,
 }
 
 /// A resolved mapping key: what go-yaml v2 produced before sigs.k8s.io/yaml stringifies it.
@@ -221,17 +257,34 @@ impl<'a> Builder<'a> {
         Ok(if v == Value::Null { None } else { Some(v) })
     }
 
+    /// Adds `bytes` to the document's expanded size, failing at `span` past the limit.
+    fn grow(&mut self, bytes: usize, span: &granit_parser::Span) -> Result<(), YamlError> {
+        self.size = self.size.saturating_add(bytes);
+        if self.size > MAX_OBJECT_BYTES {
+            return Err(self.err_at(
+                span,
+                format!(
+                    "document expands to more than {MAX_OBJECT_BYTES} bytes (aliases and merge keys included)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn node(&mut self, ev: Event<'a>, span: granit_parser::Span) -> Result<Value, YamlError> {
+        let start = self.size;
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
+                self.grow(text.len() + NODE_OVERHEAD_BYTES, &span)?;
                 let v = resolve_scalar(&text, style, tag.as_deref())
                     .map_err(|m| self.err_at(&span, m))?;
                 if anchor != 0 {
-                    self.anchors.insert(anchor, v.clone());
+                    self.anchors.insert(anchor, (v.clone(), self.size - start));
                 }
                 Ok(v)
             }
             Event::SequenceStart(_, anchor, _) => {
+                self.grow(NODE_OVERHEAD_BYTES, &span)?;
                 let mut items = Vec::new();
                 loop {
                     let (ev, span) = self.next()?;
@@ -242,22 +295,30 @@ impl<'a> Builder<'a> {
                 }
                 let v = Value::Array(items);
                 if anchor != 0 {
-                    self.anchors.insert(anchor, v.clone());
+                    self.anchors.insert(anchor, (v.clone(), self.size - start));
                 }
                 Ok(v)
             }
             Event::MappingStart(_, anchor, _) => {
+                self.grow(NODE_OVERHEAD_BYTES, &span)?;
                 let v = self.mapping()?;
                 if anchor != 0 {
-                    self.anchors.insert(anchor, v.clone());
+                    self.anchors.insert(anchor, (v.clone(), self.size - start));
                 }
                 Ok(v)
             }
             Event::Alias(id) => {
+                let size = self
+                    .anchors
+                    .get(&id)
+                    .map(|(_, size)| *size)
+                    .ok_or_else(|| self.err_at(&span, "unknown anchor"))?;
+                // Charged before the copy is made: a bomb fails before it takes memory.
+                self.grow(size, &span)?;
                 let v = self
                     .anchors
                     .get(&id)
-                    .cloned()
+                    .map(|(v, _)| v.clone())
                     .ok_or_else(|| self.err_at(&span, "unknown anchor"))?;
                 self.expanded += count_nodes(&v);
                 if self.expanded > MAX_ALIAS_EXPANDED_NODES {
@@ -300,10 +361,12 @@ impl<'a> Builder<'a> {
                 if is_merge {
                     return Ok(Key::Merge);
                 }
+                self.grow(text.len() + NODE_OVERHEAD_BYTES, span)?;
                 let v = resolve_scalar(text, style, tag.as_deref())
                     .map_err(|m| self.err_at(span, m))?;
                 if anchor != 0 {
-                    self.anchors.insert(anchor, v.clone());
+                    self.anchors
+                        .insert(anchor, (v.clone(), text.len() + NODE_OVERHEAD_BYTES));
                 }
                 Ok(match v {
                     Value::String(s) => Key::Str(s),

@@ -98,10 +98,12 @@ pub fn catalog_name(dir: &Path, name: Option<&str>) -> Result<String, String> {
 
 /// Runs `serve` until SIGINT or SIGTERM; returns the exit status.
 pub fn run(args: Args, err: &mut dyn Write) -> Exit {
-    if let Err(e) = std::fs::read_dir(&args.dir)
-        .map(drop)
-        .or_else(|_| std::fs::File::open(&args.dir).map(drop))
-    {
+    // A root that is not a directory must be a regular file: opening a FIFO would block.
+    if let Err(e) = std::fs::read_dir(&args.dir).map(drop).or_else(|_| {
+        olm_api::regular_file::open_regular(&args.dir)
+            .map(drop)
+            .map_err(|e| e.into_io_error())
+    }) {
         let _ = writeln!(
             err,
             "error: cannot read catalog {}: {e}",

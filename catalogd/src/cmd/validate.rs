@@ -16,11 +16,19 @@ pub struct Args {
     /// The catalog directory (a single catalog file is accepted too).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+    /// Report as warnings, not errors, what `opm validate` rejects but catalogd serves and
+    /// operator-controller resolves: an unparsable skipRange, an icon that is not base64.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
-/// Runs `validate` with the default checks.
+/// Runs `validate` with the default checks (relaxed by `--lenient`).
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
-    validate_catalog(&args.dir, &Checks::default(), out, err)
+    let checks = Checks {
+        lenient: args.lenient,
+        ..Checks::default()
+    };
+    validate_catalog(&args.dir, &checks, out, err)
 }
 
 /// `catalogd validate DIR`: load, validate, report. Write failures on the streams are ignored
@@ -78,13 +86,16 @@ pub fn validate_catalog(
     }
 }
 
-/// The catalog root must exist and be readable; problems below it are catalog errors instead.
+/// The catalog root must exist and be readable (a directory, or a regular file: a FIFO would
+/// block the open); problems below it are catalog errors instead.
 fn check_readable(dir: &Path) -> std::io::Result<()> {
     let meta = std::fs::metadata(dir)?;
     if meta.is_dir() {
         std::fs::read_dir(dir).map(drop)
     } else {
-        std::fs::File::open(dir).map(drop)
+        olm_api::regular_file::open_regular(dir)
+            .map(drop)
+            .map_err(|e| e.into_io_error())
     }
 }
 

@@ -7,17 +7,21 @@
 //! without filters) come from the copy compressed at store time instead of being compressed per
 //! request, and carry a `Content-Length`; uncompressed `/metas` responses carry one too.
 
+// The pure parsers (`conditional`, `gotime`, `path`, `range`, `negotiate`) are also compiled
+// into the fuzz targets by path (fuzz/src/http_parsers.rs): keep them free of crate-internal
+// dependencies other than each other.
 mod body;
 mod conditional;
+mod gotime;
 mod negotiate;
+mod path;
 mod range;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
 use bytes::Bytes;
 
 use crate::metrics::Metrics;
@@ -30,12 +34,12 @@ pub use negotiate::{accepts_gzip, validate_catalog_name};
 
 const JSONL: &str = "application/jsonl";
 
-/// Routes of the catalog content API, under `/catalogs/`, timed into `metrics`.
+/// Routes of the catalog content API, under `/catalogs/`, timed into `metrics`. Paths are
+/// routed as Go's `ServeMux` routes them for upstream (see [`path`]): every request that no
+/// other merged route takes comes through [`dispatch`].
 pub fn router(storage: Storage, metrics: Metrics) -> Router {
     Router::new()
-        .route("/catalogs/{catalog}/api/v1/all", any(all))
-        .route("/catalogs/{catalog}/api/v1/metas", any(metas))
-        .fallback(|| async { go_error(StatusCode::NOT_FOUND, "404 page not found") })
+        .fallback(dispatch)
         .layer(axum::middleware::map_response(vary_accept_encoding))
         .layer(axum::middleware::from_fn_with_state(
             metrics,
@@ -53,12 +57,64 @@ pub fn ops_router(
     olm_runtime::ops::router(metrics.registry(), ready)
 }
 
+/// Marks a response the Go server writes itself, before any handler (and so before the gzip
+/// middleware) sees the request.
+#[derive(Clone, Copy)]
+struct ServerLevel;
+
 /// Upstream's gzip middleware marks every response as varying with `Accept-Encoding`.
 async fn vary_accept_encoding(mut response: Response) -> Response {
+    if response.extensions().get::<ServerLevel>().is_none() {
+        response
+            .headers_mut()
+            .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
     response
-        .headers_mut()
-        .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    response
+}
+
+/// Routes one request as Go's `ServeMux` would (see [`path`]).
+async fn dispatch(State(storage): State<Storage>, request: Request) -> Response {
+    let (parts, _body) = request.into_parts();
+    let query = parts.uri.query();
+    match path::route(parts.uri.path(), query) {
+        path::Route::BadRequest => {
+            // Go's server rejects the request line itself: plain text, no newline, and it
+            // closes the connection.
+            let mut r = (
+                StatusCode::BAD_REQUEST,
+                [
+                    (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                    (header::CONNECTION, "close"),
+                ],
+                "400 Bad Request",
+            )
+                .into_response();
+            r.extensions_mut().insert(ServerLevel);
+            r
+        }
+        path::Route::Redirect(location) => redirect(&parts.method, &location),
+        path::Route::All(catalog) => all(storage, parts.method, &catalog, &parts.headers).await,
+        path::Route::Metas(catalog) => {
+            metas(storage, parts.method, &catalog, query, &parts.headers).await
+        }
+        path::Route::NotFound => go_error(StatusCode::NOT_FOUND, "404 page not found"),
+    }
+}
+
+/// Go's `http.Redirect` with `307 Temporary Redirect`.
+fn redirect(method: &Method, location: &str) -> Response {
+    let mut builder = Response::builder()
+        .status(StatusCode::TEMPORARY_REDIRECT)
+        .header(header::LOCATION, location);
+    if method == Method::GET || method == Method::HEAD {
+        builder = builder.header(header::CONTENT_TYPE, "text/html; charset=utf-8");
+    }
+    let body = if method == Method::GET {
+        Body::from(path::redirect_body(location))
+    } else {
+        Body::empty()
+    };
+    builder.body(body).unwrap_or_else(|_| internal_error())
 }
 
 /// An error response the way Go's `http.Error` writes one.
@@ -87,7 +143,7 @@ fn status_text(status: StatusCode) -> String {
 fn open(
     storage: &Storage,
     method: &Method,
-    catalog: &str,
+    catalog: &[u8],
 ) -> Result<std::sync::Arc<StoredCatalog>, Response> {
     if method != Method::GET && method != Method::HEAD {
         return Err(go_error(
@@ -95,7 +151,10 @@ fn open(
             "Method Not Allowed",
         ));
     }
-    validate_catalog_name(catalog).map_err(|msg| go_error(StatusCode::BAD_REQUEST, &msg))?;
+    negotiate::validate_catalog_name_bytes(catalog)
+        .map_err(|msg| go_error(StatusCode::BAD_REQUEST, &msg))?;
+    // A valid name is ASCII.
+    let catalog = std::str::from_utf8(catalog).unwrap_or_default();
     match storage.get(catalog) {
         Ok(Some(stored)) => Ok(stored),
         Ok(None) => Err(go_error(
@@ -131,18 +190,13 @@ fn not_modified(stored: &StoredCatalog) -> Response {
 
 /// `GET|HEAD /catalogs/{catalog}/api/v1/all`: the whole catalog, with conditional requests,
 /// byte ranges (single and multipart) and gzip, as Go's `http.ServeContent` behind gzhttp.
-async fn all(
-    State(storage): State<Storage>,
-    method: Method,
-    Path(catalog): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    let stored = match open(&storage, &method, &catalog) {
+async fn all(storage: Storage, method: Method, catalog: &[u8], headers: &HeaderMap) -> Response {
+    let stored = match open(&storage, &method, catalog) {
         Ok(s) => s,
         Err(r) => return r,
     };
     let size = stored.len();
-    let use_range = match conditional::evaluate(&headers, stored.modified(), Rules::ServeContent) {
+    let use_range = match conditional::evaluate(headers, stored.modified(), Rules::ServeContent) {
         Verdict::NotModified => return not_modified(&stored),
         Verdict::PreconditionFailed => {
             let mut r = StatusCode::PRECONDITION_FAILED.into_response();
@@ -157,7 +211,7 @@ async fn all(
     };
 
     let range_header = if use_range {
-        header_str(&headers, header::RANGE).unwrap_or("")
+        header_str(headers, header::RANGE).unwrap_or("")
     } else {
         ""
     };
@@ -175,7 +229,7 @@ async fn all(
             return r;
         }
     };
-    if ranges.iter().map(|r| r.len).sum::<u64>() > size {
+    if range::total_len(&ranges) > size {
         // More bytes than the file: an attack or a confused client; serve the whole file.
         ranges.clear();
     }
@@ -186,7 +240,7 @@ async fn all(
         [] => {
             let gzip = !head
                 && size >= negotiate::GZIP_MIN_SIZE
-                && accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
+                && accepts_gzip(header_str(headers, header::ACCEPT_ENCODING));
             if gzip {
                 builder = builder.header(header::CONTENT_ENCODING, "gzip");
                 let whole = Section {
@@ -284,20 +338,25 @@ fn random_boundary() -> String {
 
 /// `GET|HEAD /catalogs/{catalog}/api/v1/metas?schema=&package=&name=`: the blobs matching every
 /// given field, in catalog order. Unknown parameters are a 400; no parameters mean every blob.
+/// Parameters are read as Go's `URL.Query()` reads them ([`negotiate::parse_metas_query`]).
+///
+/// An unparseable `If-Modified-Since` gets what upstream's handler writes: `http.Error`'s 500
+/// text, then (its handler does not stop) the content it would have served, under the error's
+/// headers.
 async fn metas(
-    State(storage): State<Storage>,
+    storage: Storage,
     method: Method,
-    Path(catalog): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
+    catalog: &[u8],
+    query: Option<&str>,
+    headers: &HeaderMap,
 ) -> Response {
     if method != Method::GET && method != Method::HEAD {
         return go_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
     }
-    if let Err(msg) = validate_catalog_name(&catalog) {
+    if let Err(msg) = negotiate::validate_catalog_name_bytes(catalog) {
         return go_error(StatusCode::BAD_REQUEST, &msg);
     }
-    let params = match negotiate::parse_metas_query(query.as_deref()) {
+    let params = match negotiate::parse_metas_query(query) {
         Ok(p) => p,
         Err(_) => {
             return go_error(
@@ -306,11 +365,12 @@ async fn metas(
             );
         }
     };
-    let stored = match open(&storage, &method, &catalog) {
+    let stored = match open(&storage, &method, catalog) {
         Ok(s) => s,
         Err(r) => return r,
     };
-    match conditional::evaluate(&headers, stored.modified(), Rules::Metas) {
+    let mut error_prefix = None;
+    match conditional::evaluate(headers, stored.modified(), Rules::Metas) {
         Verdict::NotModified => return not_modified(&stored),
         Verdict::PreconditionFailed => {
             let mut r = StatusCode::PRECONDITION_FAILED.into_response();
@@ -319,10 +379,10 @@ async fn metas(
             return r;
         }
         Verdict::BadModifiedSince => {
-            let mut r = internal_error();
-            r.headers_mut()
-                .insert(header::LAST_MODIFIED, last_modified(&stored));
-            return r;
+            error_prefix = Some(format!(
+                "{}\n",
+                status_text(StatusCode::INTERNAL_SERVER_ERROR)
+            ));
         }
         Verdict::Proceed { .. } => {}
     }
@@ -333,14 +393,31 @@ async fn metas(
         name: &params.name,
     };
     let head = method == Method::HEAD;
-    let gzip_ok = !head && accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
-    let mut builder = Response::builder()
-        .status(StatusCode::OK)
-        .header(header::LAST_MODIFIED, last_modified(&stored))
-        .header(header::CONTENT_TYPE, JSONL);
-    let (pieces, compress) = if query.is_empty() {
+    let gzip_ok = !head && accepts_gzip(header_str(headers, header::ACCEPT_ENCODING));
+    let mut builder = Response::builder().header(header::LAST_MODIFIED, last_modified(&stored));
+    builder = match &error_prefix {
+        None => builder
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, JSONL),
+        Some(_) => {
+            let b = builder
+                .status(StatusCode::INTERNAL_SERVER_ERROR)
+                .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+                .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+            // Behind gzhttp the header write is delayed, so the handler's later
+            // `Content-Type: application/jsonl` is sent too, as a second value.
+            if gzip_ok {
+                b.header(header::CONTENT_TYPE, JSONL)
+            } else {
+                b
+            }
+        }
+    };
+    let (mut pieces, mut compress) = if params.matches_nothing {
+        (Vec::new(), false)
+    } else if query.is_empty() {
         let size = stored.len();
-        if gzip_ok && size >= negotiate::GZIP_MIN_SIZE {
+        if gzip_ok && size >= negotiate::GZIP_MIN_SIZE && error_prefix.is_none() {
             builder = builder.header(header::CONTENT_ENCODING, "gzip");
             (
                 vec![Piece::Gzip(Section {
@@ -361,12 +438,21 @@ async fn metas(
     } else {
         let sections = body::coalesce(&stored.index().query(query));
         let pieces: Vec<Piece> = sections.into_iter().map(Piece::Jsonl).collect();
-        let compress = gzip_ok && body::total_len(&pieces) >= negotiate::GZIP_MIN_SIZE;
+        (pieces, false)
+    };
+    if let Some(text) = error_prefix {
+        if head {
+            // Go's `http.Error` output is all a HEAD answer gets.
+            pieces.clear();
+        }
+        pieces.insert(0, Piece::Static(Bytes::from(text)));
+    }
+    if !matches!(pieces.first(), Some(Piece::Gzip(_))) {
+        compress = gzip_ok && body::total_len(&pieces) >= negotiate::GZIP_MIN_SIZE;
         if compress {
             builder = builder.header(header::CONTENT_ENCODING, "gzip");
         }
-        (pieces, compress)
-    };
+    }
     if !compress {
         builder = builder.header(header::CONTENT_LENGTH, body::total_len(&pieces));
     }

@@ -36,8 +36,15 @@ const DNS1123_SUBDOMAIN_MAX: usize = 253;
 /// Validates a catalog name from the URL as a DNS-1123 subdomain; the error text is upstream's
 /// (Kubernetes' validation messages joined with "; "), which keeps path traversal out of storage.
 pub fn validate_catalog_name(name: &str) -> Result<(), String> {
+    validate_catalog_name_bytes(name.as_bytes())
+}
+
+/// [`validate_catalog_name`] for a decoded URL segment, which may not be UTF-8 (Go counts its
+/// length in bytes and rejects it by the same pattern).
+pub fn validate_catalog_name_bytes(bytes: &[u8]) -> Result<(), String> {
+    let name = std::str::from_utf8(bytes).unwrap_or("\u{0}");
     let mut errors = Vec::new();
-    if name.len() > DNS1123_SUBDOMAIN_MAX {
+    if bytes.len() > DNS1123_SUBDOMAIN_MAX {
         errors.push(format!(
             "must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
         ));
@@ -78,26 +85,96 @@ pub struct MetasParams {
     pub schema: String,
     pub package: String,
     pub name: String,
+    /// A value is not UTF-8 (`%ff`): Go compares bytes, and no catalog field (always UTF-8)
+    /// equals it, so the answer is empty.
+    pub matches_nothing: bool,
 }
 
-/// Parses a `/metas` query string; any parameter other than `schema`, `package` and `name` is an
-/// error (upstream answers 400).
+/// Parses a `/metas` query string as upstream does with Go's `URL.Query()`, then rejects any
+/// parameter other than `schema`, `package` and `name` (upstream answers 400; the error is the
+/// offending key).
+///
+/// Go's `url.ParseQuery`, which `Query()` calls while ignoring its error, decides which pairs
+/// exist at all:
+///
+/// | query | pairs |
+/// |---|---|
+/// | split on `&` only | `a=1&b=2` → a, b |
+/// | a pair containing `;` | dropped (`package=P;name=x` → nothing) |
+/// | an empty pair | dropped (`a=1&&b=2`) |
+/// | key or value with a bad `%` escape | dropped (`schema=%zz`, `%4` at the end) |
+/// | `+` | a space |
+/// | no `=` | the key with an empty value |
+/// | more than 10,000 pairs (`&` count + 1) | none at all (Go 1.24+ limit) |
+///
+/// So `?schema=%zz` is a request without filters: the whole catalog, as upstream answers.
 pub fn parse_metas_query(raw: Option<&str>) -> Result<MetasParams, String> {
     let mut params = MetasParams::default();
     let (mut seen_schema, mut seen_package, mut seen_name) = (false, false, false);
-    for (key, value) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
-        let (slot, seen) = match key.as_ref() {
-            "schema" => (&mut params.schema, &mut seen_schema),
-            "package" => (&mut params.package, &mut seen_package),
-            "name" => (&mut params.name, &mut seen_name),
-            other => return Err(other.to_string()),
+    for (key, value) in go_parse_query(raw.unwrap_or("")) {
+        let (slot, seen) = match key.as_slice() {
+            b"schema" => (&mut params.schema, &mut seen_schema),
+            b"package" => (&mut params.package, &mut seen_package),
+            b"name" => (&mut params.name, &mut seen_name),
+            other => return Err(String::from_utf8_lossy(other).into_owned()),
         };
         if !*seen {
-            *slot = value.into_owned();
             *seen = true;
+            match String::from_utf8(value) {
+                Ok(v) => *slot = v,
+                Err(_) => params.matches_nothing = true,
+            }
         }
     }
     Ok(params)
+}
+
+/// Go's limit on query parameters (`urlmaxqueryparams`, default since Go 1.24).
+const GO_MAX_QUERY_PARAMS: usize = 10_000;
+
+/// Go's `url.ParseQuery` without the error: the surviving pairs, in order, as bytes.
+pub fn go_parse_query(query: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    if query.bytes().filter(|b| *b == b'&').count() + 1 > GO_MAX_QUERY_PARAMS {
+        return out;
+    }
+    for pair in query.split('&') {
+        if pair.contains(';') || pair.is_empty() {
+            continue;
+        }
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let (Some(key), Some(value)) = (query_unescape(key), query_unescape(value)) else {
+            continue;
+        };
+        out.push((key, value));
+    }
+    out
+}
+
+/// Go's `url.QueryUnescape`: `+` is a space, `%XX` needs two hex digits; `None` on a bad escape.
+fn query_unescape(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hi = b.get(i + 1).and_then(|c| (*c as char).to_digit(16))?;
+                let lo = b.get(i + 2).and_then(|c| (*c as char).to_digit(16))?;
+                out.push(u8::try_from(hi * 16 + lo).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -144,7 +221,8 @@ mod tests {
             MetasParams {
                 schema: "olm.bundle".into(),
                 package: "foo".into(),
-                name: String::new()
+                name: String::new(),
+                matches_nothing: false,
             }
         );
         assert_eq!(
@@ -153,5 +231,52 @@ mod tests {
         );
         assert_eq!(parse_metas_query(Some("pkg=x")), Err("pkg".to_string()));
         assert_eq!(parse_metas_query(None), Ok(MetasParams::default()));
+    }
+
+    // Each expectation was checked against Go 1.26's `url.ParseQuery` (pairs and their order).
+    #[test]
+    fn query_pairs_follow_go_parse_query() {
+        let pairs = |q: &str| -> Vec<(String, String)> {
+            go_parse_query(q)
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        String::from_utf8_lossy(&k).into_owned(),
+                        String::from_utf8_lossy(&v).into_owned(),
+                    )
+                })
+                .collect()
+        };
+        let p = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(pairs("package=P;name=x"), vec![]);
+        assert_eq!(pairs("schema=%zz"), vec![]);
+        assert_eq!(pairs("schema=%4"), vec![]);
+        assert_eq!(pairs("%zz=1&name=a+b"), vec![p("name", "a b")]);
+        assert_eq!(
+            pairs("=x&&a=%41&b"),
+            vec![p("", "x"), p("a", "A"), p("b", "")]
+        );
+        assert_eq!(pairs("a=1=2&a=%3d"), vec![p("a", "1=2"), p("a", "=")]);
+        assert_eq!(pairs("name=%C3%A9"), vec![p("name", "é")]);
+        let many = vec!["a=1"; 10_001].join("&");
+        assert_eq!(pairs(&many), vec![]);
+        let limit = vec!["a=1"; 10_000].join("&");
+        assert_eq!(pairs(&limit).len(), 10_000);
+    }
+
+    #[test]
+    fn dropped_pairs_leave_no_filter_and_no_unknown_key() {
+        assert_eq!(
+            parse_metas_query(Some("package=P;name=x")),
+            Ok(MetasParams::default())
+        );
+        assert_eq!(
+            parse_metas_query(Some("schema=%zz&bogus;=1")),
+            Ok(MetasParams::default())
+        );
+        assert_eq!(parse_metas_query(Some("=x")), Err(String::new()));
+        let p = parse_metas_query(Some("package=%ff&package=p")).expect("valid");
+        assert!(p.matches_nothing);
+        assert_eq!(p.package, "");
     }
 }

@@ -458,19 +458,169 @@ async fn metas_compresses_large_answers_on_the_fly() {
     assert_eq!(body, b"{\"name\":\"foo\",\"schema\":\"olm.package\"}\n");
 }
 
+// Upstream's `/metas` handler writes `http.Error`'s 500 text and carries on serving the content
+// under the error's headers (observed on upstream's handler code run under Go 1.26).
 #[tokio::test]
-async fn metas_answers_a_bad_if_modified_since_with_500_like_upstream() {
+async fn metas_answers_a_bad_if_modified_since_with_500_then_the_content_like_upstream() {
     let f = fixture();
-    let (status, _, _) = send(
+    let (status, headers, body) = send(
         &f.storage,
         get_with(
-            "/catalogs/cat/api/v1/metas?package=foo",
+            "/catalogs/cat/api/v1/metas?name=foo&schema=olm.package",
             "if-modified-since",
             "not a date",
         ),
     )
     .await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        h(&headers, "content-type"),
+        Some("text/plain; charset=utf-8")
+    );
+    assert_eq!(h(&headers, "x-content-type-options"), Some("nosniff"));
+    assert!(h(&headers, "last-modified").is_some());
+    assert_eq!(
+        String::from_utf8(body).expect("utf8"),
+        "500 Internal Server Error\n{\"name\":\"foo\",\"schema\":\"olm.package\"}\n"
+    );
+    let req = Request::get("/catalogs/cat/api/v1/metas?name=foo&schema=olm.package")
+        .header("if-modified-since", "not a date")
+        .header("accept-encoding", "gzip")
+        .body(Body::empty())
+        .expect("req");
+    let (_, headers, _) = send(&f.storage, req).await;
+    let types: Vec<&str> = headers
+        .get_all("content-type")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert_eq!(types, ["text/plain; charset=utf-8", "application/jsonl"]);
+}
+
+// Issue 14: a valid date before 1970 is a date (Go's `http.ParseTime` reads it), not a 500.
+#[tokio::test]
+async fn a_pre_1970_if_modified_since_serves_the_content() {
+    let f = fixture();
+    for uri in [
+        "/catalogs/cat/api/v1/metas?package=foo",
+        "/catalogs/cat/api/v1/all",
+    ] {
+        let (status, _, body) = send(
+            &f.storage,
+            get_with(uri, "if-modified-since", "Mon, 02 Jan 1950 15:04:05 GMT"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{uri}");
+        assert!(!body.is_empty(), "{uri}");
+    }
+}
+
+// Issue 15 item 1: Go's `URL.Query()` drops a pair holding `;` and a pair with a bad escape, so
+// upstream answers as if the parameter were absent: the whole catalog.
+#[tokio::test]
+async fn metas_drops_query_pairs_the_way_go_does() {
+    let f = fixture();
+    for uri in [
+        "/catalogs/cat/api/v1/metas?package=foo;name=x",
+        "/catalogs/cat/api/v1/metas?schema=%zz",
+        "/catalogs/cat/api/v1/metas?schema=%4",
+        "/catalogs/cat/api/v1/metas?bogus;=1",
+    ] {
+        let (status, headers, body) = send(&f.storage, get(uri)).await;
+        assert_eq!(status, StatusCode::OK, "{uri}");
+        assert_eq!(h(&headers, "content-type"), Some("application/jsonl"));
+        assert_eq!(String::from_utf8(body).expect("utf8"), f.jsonl, "{uri}");
+    }
+    // Other pairs still count: `+` is a space, and an undecodable byte matches nothing.
+    let (_, _, body) = send(
+        &f.storage,
+        get("/catalogs/cat/api/v1/metas?schema=%zz&name=foo&schema=olm.package"),
+    )
+    .await;
+    assert_eq!(body, b"{\"name\":\"foo\",\"schema\":\"olm.package\"}\n");
+    let (status, _, body) = send(&f.storage, get("/catalogs/cat/api/v1/metas?package=%ff")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.is_empty());
+    let (status, _, _) = send(&f.storage, get("/catalogs/cat/api/v1/metas?=x")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+// Issue 15 item 2: Go's `ServeMux` answers a path that is not clean with a 307 to the clean one.
+#[tokio::test]
+async fn unclean_paths_are_redirected_with_307_like_go_serve_mux() {
+    let f = fixture();
+    for (uri, location) in [
+        ("/catalogs/cat//api/v1/all", "/catalogs/cat/api/v1/all"),
+        ("/catalogs/cat/api/v1/./all", "/catalogs/cat/api/v1/all"),
+        ("/catalogs/cat/api/v1/x/../all", "/catalogs/cat/api/v1/all"),
+        (
+            "/catalogs/cat/api/v1//metas?package=foo",
+            "/catalogs/cat/api/v1/metas?package=foo",
+        ),
+    ] {
+        let (status, headers, body) = send(&f.storage, get(uri)).await;
+        assert_eq!(status, StatusCode::TEMPORARY_REDIRECT, "{uri}");
+        assert_eq!(h(&headers, "location"), Some(location), "{uri}");
+        assert_eq!(
+            h(&headers, "content-type"),
+            Some("text/html; charset=utf-8")
+        );
+        assert_eq!(h(&headers, "vary"), Some("Accept-Encoding"));
+        let expected = format!(
+            "<a href=\"{}\">Temporary Redirect</a>.\n\n",
+            location.replace('&', "&amp;")
+        );
+        assert_eq!(String::from_utf8(body).expect("utf8"), expected);
+    }
+    let req = Request::head("/catalogs/cat//api/v1/all")
+        .body(Body::empty())
+        .expect("req");
+    let (status, headers, body) = send(&f.storage, req).await;
+    assert_eq!(status, StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(h(&headers, "location"), Some("/catalogs/cat/api/v1/all"));
+    assert!(body.is_empty());
+    // Segments are compared after decoding, as Go's mux does.
+    let (status, _, body) = send(&f.storage, get("/catalogs/cat/api/v1/%61ll")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(String::from_utf8(body).expect("utf8"), f.jsonl);
+    let (status, headers, body) = send(&f.storage, get("/catalogs/cat/api/v1/%zz")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body, b"400 Bad Request");
+    assert_eq!(h(&headers, "vary"), None);
+}
+
+// Issue 14: `bytes=-0` on empty content was `bytes 0-18446744073709551615/0` (a panic in debug
+// builds); Go's ServeContent answers 206 with `bytes 0--1/0` and no body.
+#[tokio::test]
+async fn a_zero_suffix_range_on_an_empty_catalog_is_gos_206() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = Storage::open(dir.path()).expect("storage");
+    let w = storage
+        .begin("empty", "sha256:0")
+        .expect("begin")
+        .expect("writer");
+    w.commit().expect("commit");
+    let (status, headers, body) = send(
+        &storage,
+        get_with("/catalogs/empty/api/v1/all", "range", "bytes=-0"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(h(&headers, "content-range"), Some("bytes 0--1/0"));
+    assert_eq!(h(&headers, "content-length"), Some("0"));
+    assert!(body.is_empty());
+    let f = fixture();
+    let size = f.jsonl.len();
+    let (status, headers, _) = send(
+        &f.storage,
+        get_with("/catalogs/cat/api/v1/all", "range", "bytes=-0"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        h(&headers, "content-range"),
+        Some(format!("bytes {size}-{}/{size}", size - 1).as_str())
+    );
 }
 
 #[tokio::test]

@@ -21,14 +21,15 @@
 //! error in an unrelated file goes unnoticed here, while catalogd would refuse the whole catalog
 //! (`catalogd validate DIR` checks everything).
 
-use std::fs::{self, File};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use memchr::memmem;
 use olm_api::fbc::WalkError;
-use olm_api::fbc::walk::catalog_files;
+use olm_api::fbc::walk::{MAX_CATALOG_FILE_BYTES, catalog_files};
 use olm_api::fbc::{DeclarativeConfig, LoadError};
+use olm_api::regular_file::{open_regular, read_regular};
 
 use crate::resolve::PackageContent;
 
@@ -78,9 +79,10 @@ impl DirSource {
                 source,
             })?;
         } else {
-            File::open(&root).map_err(|source| DirError::Io {
+            // A FIFO would block the open, `/dev/zero` would never end: regular files only.
+            open_regular(&root).map_err(|e| DirError::Io {
                 path: root.display().to_string(),
-                source,
+                source: e.into_io_error(),
             })?;
         }
         Ok(DirSource { root })
@@ -95,11 +97,11 @@ impl DirSource {
         let mut builder = PackageContent::builder(package);
         let needle = Needle::new(package);
         let mut visit = |path: &Path| -> Result<(), DirError> {
-            // `fs::read` sizes the buffer from the file length: one allocation, one read
-            // (measured faster than re-using a buffer with `read_to_end`).
-            let buf = fs::read(path).map_err(|source| DirError::Io {
+            // Read whole (sized from the file length: one allocation, one read, measured faster
+            // than re-using a buffer), but only a regular file within the catalog file limit.
+            let buf = read_regular(path, MAX_CATALOG_FILE_BYTES).map_err(|e| DirError::Io {
                 path: path.display().to_string(),
-                source,
+                source: e.into_io_error(),
             })?;
             if !needle.may_occur_in(&buf) {
                 return Ok(());

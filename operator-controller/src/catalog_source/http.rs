@@ -25,8 +25,22 @@
 //! | any other non-200 status (404, 400, 403, ...)   | no      |
 //! | 200 whose body does not parse                   | no      |
 //!
-//! Timeouts: connect 10 s; a whole request 5 minutes (upstream's value after large catalogs
-//! outgrew 10 s).
+//! Bounds (every one is in [`ClientOptions`] and docs/SECURITY.md; errors name the URL and the
+//! limit):
+//!
+//! | what                                   | default  | when exceeded                                  | retried |
+//! |----------------------------------------|----------|------------------------------------------------|---------|
+//! | connecting                             | 10 s     | `failed to fetch URL: ...` (transport error)  | yes     |
+//! | silence: no headers, or no body bytes  | 30 s     | `... no data for 30s (read idle timeout)`      | yes     |
+//! | one attempt, headers to last byte      | 120 s    | `... no complete answer within 120s`           | yes     |
+//! | all attempts and backoff together      | 300 s    | no further attempt; the last error is returned | no      |
+//! | bytes on the wire (`Content-Length` or counted) | 128 MiB | `... the answer is larger than the limit of N bytes` | no |
+//! | bytes after gzip decoding              | 128 MiB  | `... the decompressed answer is larger than the limit of N bytes` | no |
+//!
+//! A body that trickles a byte a second is cut by the per-attempt deadline; an endless body or
+//! a gzip bomb by the byte caps, before more than the cap is held in memory. gzip is decoded
+//! here (not by the HTTP library) so that both caps can be enforced; the largest real package
+//! answer is a few MB.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -35,19 +49,39 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
+use std::io::Write as _;
+use std::time::Instant;
+
 use olm_api::fbc::{DeclarativeConfig, LoadError, SCHEMA_PACKAGE};
+use olm_api::regular_file::read_regular;
 use reqwest::{StatusCode, Url};
 use tokio::sync::OnceCell;
 
 use crate::resolve::PackageContent;
 
-/// Client settings.
+/// Default cap on a `/metas` answer, before and after decoding (128 MiB; the largest package of
+/// the real catalogs is 4.3 MB uncompressed).
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 128 << 20;
+
+/// Largest CA bundle read from `--catalogd-ca-file` (4 MiB; a bundle of every public CA is
+/// about 200 KiB).
+pub const MAX_CA_FILE_BYTES: u64 = 4 << 20;
+
+/// Client settings (the bounds are in the module table).
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
     pub connect_timeout: Duration,
-    /// Limit for one whole request, body included.
+    /// Longest wait for the response headers, and between two pieces of the body.
+    pub read_idle_timeout: Duration,
+    /// Limit for one whole attempt, headers and body.
     pub timeout: Duration,
+    /// Limit for all attempts of one request together, backoff included: no attempt starts
+    /// after it, and a running one is cut at it.
+    pub total_timeout: Duration,
+    /// Largest body accepted as sent (compressed or not).
+    pub max_body_bytes: u64,
+    /// Largest body accepted after gzip decoding.
+    pub max_decoded_bytes: u64,
     /// Tries per request, the first included.
     pub attempts: u32,
     /// Wait before the first retry; doubled for each further one.
@@ -64,7 +98,11 @@ impl Default for ClientOptions {
     fn default() -> ClientOptions {
         ClientOptions {
             connect_timeout: Duration::from_secs(10),
-            timeout: Duration::from_secs(300),
+            read_idle_timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(120),
+            total_timeout: Duration::from_secs(300),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_decoded_bytes: DEFAULT_MAX_BODY_BYTES,
             attempts: 3,
             backoff: Duration::from_millis(250),
             extra_ca_pem: None,
@@ -74,11 +112,12 @@ impl Default for ClientOptions {
 }
 
 impl ClientOptions {
-    /// Trusts the PEM certificates in `path` as well.
+    /// Trusts the PEM certificates in `path` as well. The file must be a regular file of at most
+    /// [`MAX_CA_FILE_BYTES`] (a FIFO or `/dev/zero` is refused, not read).
     pub fn with_ca_file(mut self, path: &Path) -> Result<ClientOptions, ClientError> {
-        let pem = std::fs::read(path).map_err(|source| ClientError::CaFile {
+        let pem = read_regular(path, MAX_CA_FILE_BYTES).map_err(|e| ClientError::CaFile {
             path: path.display().to_string(),
-            message: source.to_string(),
+            message: e.detail(),
         })?;
         self.extra_ca_pem = Some(pem);
         Ok(self)
@@ -109,8 +148,28 @@ pub enum ClientError {
 pub enum FetchError {
     #[error("failed to fetch {url}: {message}")]
     Transport { url: String, message: String },
+    #[error("failed to fetch {url}: no data for {}s (read idle timeout)", .idle.as_secs_f64())]
+    Idle { url: String, idle: Duration },
+    #[error("failed to fetch {url}: no complete answer within {}s", .limit.as_secs_f64())]
+    Deadline { url: String, limit: Duration },
+    #[error("failed to fetch {url}: the answer is larger than the limit of {limit} bytes")]
+    TooLarge { url: String, limit: u64 },
+    #[error(
+        "failed to fetch {url}: the decompressed answer is larger than the limit of {limit} bytes"
+    )]
+    DecodedTooLarge { url: String, limit: u64 },
     #[error("failed to fetch {url}: unexpected status {status}")]
     Status { url: String, status: StatusCode },
+    /// The total budget of [`ClientOptions::total_timeout`] ran out during a retry.
+    #[error(
+        "{last} (retries stopped after {attempts} attempts at the {}s limit)",
+        .total.as_secs_f64()
+    )]
+    Exhausted {
+        last: Box<FetchError>,
+        attempts: u32,
+        total: Duration,
+    },
     #[error("failed to parse the answer of {url}: {source}")]
     Parse { url: String, source: LoadError },
     #[error("failed to parse catalog content: {0}")]
@@ -120,11 +179,17 @@ pub enum FetchError {
 impl FetchError {
     fn is_retryable(&self) -> bool {
         match self {
-            FetchError::Transport { .. } => true,
+            FetchError::Transport { .. }
+            | FetchError::Idle { .. }
+            | FetchError::Deadline { .. } => true,
             FetchError::Status { status, .. } => {
                 status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
             }
-            FetchError::Parse { .. } | FetchError::Task(_) => false,
+            FetchError::TooLarge { .. }
+            | FetchError::DecodedTooLarge { .. }
+            | FetchError::Exhausted { .. }
+            | FetchError::Parse { .. }
+            | FetchError::Task(_) => false,
         }
     }
 }
@@ -159,10 +224,11 @@ pub struct CatalogdClient {
 
 impl CatalogdClient {
     pub fn new(options: ClientOptions) -> Result<CatalogdClient, ClientError> {
+        // Timeouts other than connecting, and gzip decoding, are applied per request in
+        // `get_once`, where each has its own error.
         let mut builder = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
-            .timeout(options.timeout)
-            .gzip(options.accept_gzip)
+            .gzip(false)
             .user_agent(concat!("operator-controller/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = &options.extra_ca_pem {
             let certs = reqwest::Certificate::from_pem_bundle(pem)
@@ -270,37 +336,184 @@ impl CatalogdClient {
         .map_err(|e| FetchError::Task(e.to_string()))?
     }
 
-    /// One GET with the retry policy of the module table.
-    async fn get(&self, url: &Url) -> Result<Bytes, FetchError> {
+    /// One GET with the retry policy of the module table, all attempts within
+    /// [`ClientOptions::total_timeout`].
+    async fn get(&self, url: &Url) -> Result<Vec<u8>, FetchError> {
+        let total = self.options.total_timeout;
+        let deadline = Instant::now() + total;
         let mut wait = self.options.backoff;
         let mut attempt = 1;
+        let mut last: Option<FetchError> = None;
         loop {
-            match self.get_once(url).await {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let cut_by_budget = left < self.options.timeout;
+            let limit = self.options.timeout.min(left);
+            let result = match tokio::time::timeout(limit, self.get_once(url)).await {
+                Ok(result) => result,
+                // The budget, not the attempt, ran out: report what went wrong before.
+                Err(_) if cut_by_budget && last.is_some() => {
+                    return Err(FetchError::Exhausted {
+                        last: Box::new(last.take().unwrap_or(FetchError::Deadline {
+                            url: url.to_string(),
+                            limit: total,
+                        })),
+                        attempts: attempt,
+                        total,
+                    });
+                }
+                Err(_) => Err(FetchError::Deadline {
+                    url: url.to_string(),
+                    limit,
+                }),
+            };
+            match result {
                 Ok(body) => return Ok(body),
                 Err(e) if e.is_retryable() && attempt < self.options.attempts.max(1) => {
+                    if Instant::now() + wait >= deadline {
+                        return Err(FetchError::Exhausted {
+                            last: Box::new(e),
+                            attempts: attempt,
+                            total,
+                        });
+                    }
                     tokio::time::sleep(wait).await;
                     wait = wait.saturating_mul(2);
                     attempt += 1;
+                    last = Some(e);
                 }
                 Err(e) => return Err(e),
             }
         }
     }
 
-    async fn get_once(&self, url: &Url) -> Result<Bytes, FetchError> {
+    /// One attempt: headers within the idle timeout, then the body piece by piece, each piece
+    /// within the idle timeout, counted against both byte caps as it arrives.
+    async fn get_once(&self, url: &Url) -> Result<Vec<u8>, FetchError> {
         self.requests.fetch_add(1, Ordering::Relaxed);
+        let idle = self.options.read_idle_timeout;
         let transport = |e: reqwest::Error| FetchError::Transport {
             url: url.to_string(),
             message: error_chain(&e.without_url()),
         };
-        let response = self.http.get(url.clone()).send().await.map_err(transport)?;
+        let idle_error = || FetchError::Idle {
+            url: url.to_string(),
+            idle,
+        };
+        let mut request = self.http.get(url.clone());
+        if self.options.accept_gzip {
+            request = request.header(reqwest::header::ACCEPT_ENCODING, "gzip");
+        }
+        let mut response = tokio::time::timeout(idle, request.send())
+            .await
+            .map_err(|_| idle_error())?
+            .map_err(transport)?;
         if response.status() != StatusCode::OK {
             return Err(FetchError::Status {
                 url: url.to_string(),
                 status: response.status(),
             });
         }
-        response.bytes().await.map_err(transport)
+        let too_large = || FetchError::TooLarge {
+            url: url.to_string(),
+            limit: self.options.max_body_bytes,
+        };
+        if response
+            .content_length()
+            .is_some_and(|n| n > self.options.max_body_bytes)
+        {
+            return Err(too_large());
+        }
+        let gzip = response
+            .headers()
+            .get(reqwest::header::CONTENT_ENCODING)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+        let mut body = Body::new(gzip, self.options.max_decoded_bytes);
+        let mut received: u64 = 0;
+        while let Some(chunk) = tokio::time::timeout(idle, response.chunk())
+            .await
+            .map_err(|_| idle_error())?
+            .map_err(transport)?
+        {
+            received += chunk.len() as u64;
+            if received > self.options.max_body_bytes {
+                return Err(too_large());
+            }
+            body.push(&chunk).map_err(|e| self.decode_error(url, e))?;
+        }
+        body.finish().map_err(|e| self.decode_error(url, e))
+    }
+
+    fn decode_error(&self, url: &Url, e: std::io::Error) -> FetchError {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            FetchError::DecodedTooLarge {
+                url: url.to_string(),
+                limit: self.options.max_decoded_bytes,
+            }
+        } else {
+            FetchError::Transport {
+                url: url.to_string(),
+                message: format!("invalid gzip answer: {e}"),
+            }
+        }
+    }
+}
+
+/// A response body being received: kept as is, or gzip-decoded on the fly, never more than
+/// `limit` bytes after decoding.
+enum Body {
+    Plain(Capped),
+    Gzip(Box<flate2::write::GzDecoder<Capped>>),
+}
+
+impl Body {
+    fn new(gzip: bool, limit: u64) -> Body {
+        let out = Capped {
+            bytes: Vec::new(),
+            limit,
+        };
+        if gzip {
+            Body::Gzip(Box::new(flate2::write::GzDecoder::new(out)))
+        } else {
+            Body::Plain(out)
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        match self {
+            Body::Plain(out) => out.write_all(chunk),
+            Body::Gzip(decoder) => decoder.write_all(chunk),
+        }
+    }
+
+    /// The whole body; a truncated gzip stream is an error.
+    fn finish(self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Body::Plain(out) => Ok(out.bytes),
+            Body::Gzip(decoder) => Ok(decoder.finish()?.bytes),
+        }
+    }
+}
+
+/// A byte buffer that refuses to grow past `limit` (`ErrorKind::FileTooLarge`).
+struct Capped {
+    bytes: Vec<u8>,
+    limit: u64,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() as u64 + buf.len() as u64 > self.limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                "decoded body over the limit",
+            ));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

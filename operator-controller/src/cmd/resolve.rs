@@ -104,6 +104,13 @@ pub struct Args {
     /// PEM file of CAs to trust for `https://` catalog URLs, besides the system's.
     #[arg(long = "catalogd-ca-file", value_name = "FILE")]
     pub catalogd_ca_file: Option<PathBuf>,
+    /// Largest answer accepted from catalogd, in bytes, before and after gzip decoding.
+    #[arg(
+        long = "catalogd-max-body-bytes",
+        value_name = "BYTES",
+        default_value_t = crate::catalog_source::http::DEFAULT_MAX_BODY_BYTES
+    )]
+    pub catalogd_max_body_bytes: u64,
 }
 
 /// Everything `resolve` needs, checked before anything is fetched.
@@ -138,7 +145,11 @@ fn plan(args: &Args) -> Result<Plan, String> {
         .iter()
         .any(|c| matches!(CatalogLocation::parse(c), Ok(CatalogLocation::Url(_))));
     let client = if needs_http {
-        let mut options = ClientOptions::default();
+        let mut options = ClientOptions {
+            max_body_bytes: args.catalogd_max_body_bytes,
+            max_decoded_bytes: args.catalogd_max_body_bytes,
+            ..ClientOptions::default()
+        };
         if let Some(path) = &args.catalogd_ca_file {
             options = options.with_ca_file(path).map_err(|e| e.to_string())?;
         }
