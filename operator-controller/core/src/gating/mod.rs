@@ -45,8 +45,11 @@
 //! warning: an unquoted `4.10` in a bundle's `metadata/properties.yaml` reaches `olm.properties`
 //! as `4.1` (YAML reads it as a float), and the verdict is upstream's verdict on `4.1`.
 
+pub mod extension;
 pub mod properties;
 pub mod version;
+
+pub use extension::{ExtensionCondition, Lifting, extension_condition, lifts_block};
 
 pub use properties::{RawProperty, decode_properties};
 pub use version::{
