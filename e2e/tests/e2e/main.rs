@@ -13,6 +13,7 @@ mod catalogd;
 mod catalogd_in_process;
 mod control_plane;
 mod dev_env;
+mod gating;
 mod loopback;
 mod openshift;
 mod release_storage;

@@ -13,11 +13,11 @@
 //!    `OPERATOR_IMAGE_VERSION` the cluster version operator sets) when set, else the
 //!    ClusterVersion `version`'s newest `Completed` history entry (never `status.desired`).
 //!    Every replica does this and publishes it in the [`ClusterVersionCache`].
-//! 2. Only the leader goes on: list every ClusterExtension (metadata only) and read each one's
-//!    installed release through [`ReleaseStore`] (so releases upstream wrote count too).
+//! 2. List every ClusterExtension (metadata only) and read each one's installed release through
+//!    [`ReleaseStore`] (so releases upstream wrote count too).
 //! 3. Judge them ([`evaluate`]) and log the warnings (the unquoted `4.10` → `4.1` edge) when
 //!    they change.
-//! 4. Server-side apply the `Upgradeable` condition alone on the ClusterOperator (status
+//! 4. Only the leader writes: server-side apply the `Upgradeable` condition alone on the ClusterOperator (status
 //!    subresource, field manager [`GatingOptions::field_manager`], forced: this controller is the
 //!    condition's writer). `status.conditions` is a list-map keyed by `type` in OpenShift's CRD
 //!    (and in `config/openshift/`), so the apply owns that one entry: other writers' conditions,
@@ -27,7 +27,7 @@
 //! | situation                                   | what the pass does                                   |
 //! |---------------------------------------------|------------------------------------------------------|
 //! | version unreadable (API error, no CV, bad value) | logs, publishes "unknown" (API errors keep the last value), writes nothing, retries after [`GatingOptions::retry`] |
-//! | not the leader                              | stops after step 1                                   |
+//! | not the leader                              | judges (so its outcome is observable) but writes nothing |
 //! | listing ClusterExtensions fails             | `Upgradeable=False`, `InstalledOLMOperators_FailureGettingExtensionMetadata` (upstream) |
 //! | a release cannot be read                    | that extension is an error, as upstream (`error returning the last deployed release for <ce>`); the cause is logged |
 //! | the ClusterOperator does not exist          | created (`spec: {}`) with our field manager, then the status applied |
@@ -276,7 +276,7 @@ impl ClusterVersionCache {
 pub enum WriteOutcome {
     /// The cluster version is not known; nothing was judged.
     VersionUnknown,
-    /// This replica does not lead; nothing was judged.
+    /// This replica does not lead; judged, not written.
     NotLeader,
     /// The condition already said this.
     Unchanged,
@@ -472,11 +472,6 @@ impl Gating {
             Ok(v) => v.minor,
             Err(_) => return outcome,
         };
-        if !is_leading {
-            outcome.write = WriteOutcome::NotLeader;
-            return outcome;
-        }
-
         let evaluation = match self.extension_names().await {
             Err(e) => Evaluation::listing_failed(current, e.to_string()),
             Ok(names) => {
@@ -511,15 +506,19 @@ impl Gating {
             state.warnings = warnings;
         }
         let condition = evaluation.cluster_operator_condition();
-        outcome.write = match self.apply_condition(&condition).await {
-            Ok(true) => {
-                tracing::info!(status = ?condition.status, reason = %condition.reason, message = %condition.message, "upgrade gating: wrote the ClusterOperator's Upgradeable condition");
-                WriteOutcome::Applied
-            }
-            Ok(false) => WriteOutcome::Unchanged,
-            Err(e) => {
-                tracing::warn!(error = %e, "upgrade gating: cannot write the ClusterOperator's Upgradeable condition");
-                WriteOutcome::Failed(e.to_string())
+        outcome.write = if !is_leading {
+            WriteOutcome::NotLeader
+        } else {
+            match self.apply_condition(&condition).await {
+                Ok(true) => {
+                    tracing::info!(status = ?condition.status, reason = %condition.reason, message = %condition.message, "upgrade gating: wrote the ClusterOperator's Upgradeable condition");
+                    WriteOutcome::Applied
+                }
+                Ok(false) => WriteOutcome::Unchanged,
+                Err(e) => {
+                    tracing::warn!(error = %e, "upgrade gating: cannot write the ClusterOperator's Upgradeable condition");
+                    WriteOutcome::Failed(e.to_string())
+                }
             }
         };
         outcome.evaluation = Some(evaluation);
