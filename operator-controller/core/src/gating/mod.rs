@@ -46,10 +46,12 @@
 //! as `4.1` (YAML reads it as a float), and the verdict is upstream's verdict on `4.1`.
 
 pub mod extension;
+pub mod lifting;
 pub mod properties;
 pub mod version;
 
 pub use extension::{ExtensionCondition, Lifting, extension_condition, lifts_block};
+pub use lifting::lifting_versions;
 
 pub use properties::{RawProperty, decode_properties};
 pub use version::{
