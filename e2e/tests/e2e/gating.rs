@@ -11,9 +11,10 @@
 //! (`pkg/controller/incompatible_operator_controller.go`) as library-go's `UnionClusterCondition`
 //! puts it on the ClusterOperator (reference `openshift-upgrade-gating.md` §1.6, §1.7).
 //!
-//! Not covered here (needs the ClusterExtension controller): the per-extension
-//! `ClusterUpgradeable` condition on a real ClusterExtension and lifting versions resolved from
-//! catalogs.
+//! The lifting versions are resolved from a catalog (`e2e/fixtures/gating-catalog/`) served by a
+//! real catalogd and fetched with operator-controller's catalogd client. Not covered here (needs
+//! the ClusterExtension controller): the per-extension `ClusterUpgradeable` condition written on a
+//! real ClusterExtension.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -751,4 +752,93 @@ async fn passes_recur_periodically_without_events() {
     env.outcome_when("ten more passes", |o| o.pass >= first + 10)
         .await;
     env.stop().await;
+}
+
+#[tokio::test]
+async fn lifting_versions_come_from_the_extensions_catalog_under_its_rules() {
+    use olm_e2e::catalogd::{Catalogd, Options, catalogs};
+    use olm_operator_core::gating::{ClusterMinor, lifting_versions};
+    use olm_operator_core::resolve::{CatalogInfo, InstalledBundle};
+    use operator_controller::catalog_source::http::{
+        CatalogEndpoint, CatalogdClient, ClientOptions,
+    };
+
+    let shared = olm_e2e::shared().await;
+    let repo = unique_name("gating-catalog");
+    let fixture = olm_e2e::repo_root().join("e2e/fixtures/gating-catalog");
+    olm_e2e::images::push_catalog(&shared.registry, &format!("{repo}:v1"), &fixture)
+        .await
+        .unwrap();
+    let catalogd = Catalogd::start_in_process(Options::new(&shared.registry)).await;
+    let api = catalogs().await;
+    let name = catalogd
+        .create_catalog(
+            &api,
+            "gating",
+            &shared.registry.image(&format!("{repo}:v1")),
+            None,
+        )
+        .await;
+    catalogd.wait_serving(&api, &name).await;
+    let http = CatalogdClient::new(ClientOptions::default()).unwrap();
+    let endpoint = CatalogEndpoint {
+        name: name.clone(),
+        base_url: format!("{}/catalogs/{name}", catalogd.content_root)
+            .parse()
+            .unwrap(),
+        revision: None,
+    };
+    let content = http.package(&endpoint, "gating-op").await.unwrap();
+
+    let spec: olm_api::v1::CatalogFilter = serde_json::from_value(json!({
+        "packageName": "gating-op", "channels": ["stable"]
+    }))
+    .unwrap();
+    let installed = InstalledBundle {
+        name: "gating-op.v1.0.0".to_string(),
+        version: "1.0.0".to_string(),
+        release: None,
+    };
+    let current = ClusterMinor::new(4, 18);
+    let catalog_infos = [CatalogInfo::new(&name, 0)];
+    // stable from 1.0.0: 1.1.0 still stops at 4.18; 1.2.0 (4.19) and 1.3.0 (no maximum) lift
+    // the block; 2.0.0 is only in `candidate`.
+    let lifting = lifting_versions(&spec, Some(&installed), current, &catalog_infos, |_| {
+        Ok(content.clone())
+    })
+    .unwrap();
+    assert_eq!(lifting, ["1.3.0", "1.2.0"]);
+    // Under a version range that stops before 1.2.0 nothing lifts it.
+    let narrow: olm_api::v1::CatalogFilter = serde_json::from_value(json!({
+        "packageName": "gating-op", "channels": ["stable"], "version": "<1.2.0"
+    }))
+    .unwrap();
+    assert!(
+        lifting_versions(&narrow, Some(&installed), current, &catalog_infos, |_| Ok(
+            content.clone()
+        ))
+        .unwrap()
+        .is_empty()
+    );
+
+    // The per-extension condition for the installed 1.0.0 names them.
+    let props = r#"[{"type":"olm.maxOpenShiftVersion","value":"4.18"}]"#;
+    let condition = extension_condition(
+        "gating-ext",
+        ExtensionMetadata::Deployed {
+            bundle: "gating-op.v1.0.0",
+            olm_properties: Some(props),
+        },
+        Some(current),
+        Lifting::Versions(&lifting),
+    )
+    .unwrap();
+    assert_eq!(
+        condition.message,
+        "bundle \"gating-op.v1.0.0\" supports OpenShift up to 4.18; it blocks the cluster's upgrade from 4.18 to 4.19. Bundle versions that would lift the block (from the extension's catalogs, under its channels and version range): 1.3.0, 1.2.0."
+    );
+
+    api.delete(&name, &Default::default()).await.unwrap();
+    catalogd.wait_deleted(&api, &name).await;
+    catalogd.shut_down().await.unwrap();
 }
