@@ -44,31 +44,45 @@
 //!
 //! # The per-extension condition (for the ClusterExtension controller)
 //!
-//! The ClusterExtension controller owns the ClusterExtension status write, so it adds the
-//! `ClusterUpgradeable` condition while computing status, in OpenShift mode only:
+//! The ClusterExtension controller owns the ClusterExtension status write (one write per
+//! reconcile), so it adds the `ClusterUpgradeable` condition while computing status, in OpenShift
+//! mode only. Exactly:
 //!
 //! ```text
-//! // once, at start (`operator-controller run`), when openshift_enabled(..) is true:
-//! let gating = gating::Gating::new(client.clone(), gating::GatingOptions::from_env(&system_ns));
-//! let versions: Option<ClusterVersionCache> = Some(gating.cluster_version());
-//! tokio::spawn(gating.run(leadership.receiver(), shutdown.clone()));
-//! // and re-queue every ClusterExtension on `versions.changes()`.
+//! // `operator-controller run`, once at start:
+//! let gating = if gating::openshift_enabled(&client, args.openshift, Duration::from_secs(30)).await? {
+//!     let g = gating::Gating::new(client.clone(), gating::GatingOptions::from_env(&system_namespace));
+//!     Some(g)
+//! } else { None };
+//! let versions: Option<ClusterVersionCache> = gating.as_ref().map(Gating::cluster_version);
+//! if let Some(g) = gating { tokio::spawn(g.run(leadership.receiver(), shutdown.clone())); }
+//! // and re-queue every ClusterExtension on each item of `versions.changes()`.
 //!
-//! // per reconcile, after reading the installed release (the `StoredRelease` from
-//! // `ReleaseStore::installed`, None before the first install):
-//! let metadata = ExtensionMetadata::from_release(installed.as_ref().map(|s| &s.release));
-//! let current = versions.as_ref().and_then(ClusterVersionCache::current);
-//! // lifting versions: only needed when the installed bundle blocks; from the resolver's
-//! // candidates under the CE's channels/range (`CandidateRules::candidates` per catalog, the
-//! // same rules `resolve` uses), keep those with `olm_operator_core::gating::lifts_block(current, bundle)`,
-//! // shown as their status versions, best first. On a catalog/resolution error pass
-//! // `Lifting::Unknown(&error_text)`.
-//! match extension_condition(&ce_name, metadata, current, Lifting::Versions(&lifting)) {
-//!     Some(c) => set_condition(ExtensionCondition::TYPE, c.status, c.reason, c.message, generation),
-//!     None => remove_condition(ConditionType::ClusterUpgradeable),
+//! // Per reconcile, after the installed release was read (`ReleaseStore::installed`, the
+//! // `Option<StoredRelease>` the controller already has; None before the first install) and after
+//! // resolution (it has `filter` = spec.source.catalog, `installed_bundle` = the
+//! // `resolve::InstalledBundle`, the `CatalogInfo`s and a way to fetch a catalog's package content):
+//! if let Some(versions) = &versions {
+//!     let metadata = ExtensionMetadata::from_release(installed.as_ref().map(|s| &s.release));
+//!     let current = versions.current();
+//!     let lifting = match current {
+//!         Some(current) => core::gating::lifting_versions(filter, installed_bundle, current, &catalogs, fetch_cached),
+//!         None => Ok(Vec::new()), // no condition is produced without a version anyway
+//!     };
+//!     let (versions_list, why);
+//!     let lifting = match &lifting {
+//!         Ok(v) => { versions_list = v; Lifting::Versions(versions_list) }
+//!         Err(e) => { why = e.to_string(); Lifting::Unknown(&why) }
+//!     };
+//!     match extension_condition(&ce.name_any(), metadata, current, lifting) {
+//!         Some(c) => set_condition(ExtensionCondition::TYPE, c.status, c.reason, c.message, ce.generation),
+//!         None => remove_condition(ConditionType::ClusterUpgradeable),
+//!     }
 //! }
 //! ```
 //!
+//! `lifting_versions` is only worth its catalog reads when the installed bundle blocks; reuse the
+//! package content the resolution fetched in the same reconcile (same catalogs, same package).
 //! That wiring is not in this module: it lands with the ClusterExtension controller.
 
 use std::collections::BTreeSet;
