@@ -179,12 +179,80 @@ pub fn document_to_value(doc: &Document) -> Result<Option<Value>, YamlError> {
             message: "invalid UTF-8 in YAML document".into(),
         }
     })?;
+    let first_error = match convert_document(text, doc.first_line) {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    // go-yaml accepts a quoted scalar whose continuation lines are indented no deeper than the
+    // block holding it; the YAML spec (and granit-parser) does not. Inside a quoted scalar the
+    // leading spaces of a continuation line are not part of the value, so indenting such lines
+    // deeper changes nothing but the verdict. Each pass repairs the scalar the parser stopped
+    // at; the number of passes is bounded, and if the repair does not lead to a document that
+    // parses, the first error is the one reported.
+    let mut repaired: Option<String> = None;
+    let mut error = first_error.clone();
+    for _ in 0..MAX_QUOTED_INDENT_REPAIRS {
+        if error.message != QUOTED_SCALAR_INDENT_ERROR {
+            break;
+        }
+        let current = repaired.as_deref().unwrap_or(text);
+        let Some(next) = indent_quoted_continuation(current, error.line - doc.first_line) else {
+            break;
+        };
+        match convert_document(&next, doc.first_line) {
+            Ok(value) => return Ok(value),
+            Err(e) => error = e,
+        }
+        repaired = Some(next);
+    }
+    Err(first_error)
+}
+
+/// granit-parser's message for an under-indented continuation line of a quoted scalar.
+const QUOTED_SCALAR_INDENT_ERROR: &str = "invalid indentation in multiline quoted scalar";
+
+/// Upper bound on repair passes over one document (each one re-parses it), so a hostile
+/// document of many such scalars costs bounded time.
+const MAX_QUOTED_INDENT_REPAIRS: usize = 256;
+
+/// Indents line `line_index` (0-based) of `text` and the lines after it up to the first one
+/// holding a quote character (where the scalar may close; never past it) one column deeper than
+/// any line before it, hence deeper than the block that holds the scalar. `None` when the line
+/// does not exist.
+fn indent_quoted_continuation(text: &str, line_index: usize) -> Option<String> {
+    let mut depth = 0;
+    let mut out = String::with_capacity(text.len() + 1024);
+    let mut indenting = false;
+    let mut found = false;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if i == line_index {
+            indenting = true;
+            found = true;
+        }
+        if indenting {
+            out.extend(std::iter::repeat_n(' ', depth + 1));
+            out.push_str(line);
+            if line.contains(['"', '\'']) {
+                indenting = false;
+            }
+        } else {
+            if !found {
+                depth = depth.max(line.len() - line.trim_start_matches(' ').len());
+            }
+            out.push_str(line);
+        }
+    }
+    found.then_some(out)
+}
+
+/// Parses the first YAML document of `text` (whose first line is `first_line` of the file).
+fn convert_document(text: &str, first_line: usize) -> Result<Option<Value>, YamlError> {
     let mut options = granit_parser::Options::default();
     options.set_emit_comments(false);
     let parser = Parser::new_from_str_with_options(text, options);
     let mut b = Builder {
         parser,
-        first_line: doc.first_line,
+        first_line,
         anchors: HashMap::new(),
         expanded: 0,
         size: 0,
@@ -763,6 +831,35 @@ mod tests {
             out.push((d.first_line, String::from_utf8(d.text).unwrap()));
         }
         Ok(out)
+    }
+
+    /// Old kubebuilder CRDs (54 bundle directories of community-operators-prod) continue a
+    /// quoted description at its key's indentation; go-yaml reads them, so must we.
+    #[test]
+    fn under_indented_quoted_continuations_read_as_go_yaml_reads_them() {
+        let written = "spec:\n  properties:\n    apiVersion:\n      description: \"APIVersion defines\n      the schema. More info: https://x\"\n      type: string\n    kind:\n      description: 'Kind is\n      a string, it''s\n\n      CamelCase'\n      type: string\n";
+        let indented = "spec:\n  properties:\n    apiVersion:\n      description: \"APIVersion defines\n        the schema. More info: https://x\"\n      type: string\n    kind:\n      description: 'Kind is\n        a string, it''s\n\n        CamelCase'\n      type: string\n";
+        assert_eq!(canon(written), canon(indented));
+        assert_eq!(
+            canon(written),
+            r#"{"spec":{"properties":{"apiVersion":{"description":"APIVersion defines the schema. More info: https://x","type":"string"},"kind":{"description":"Kind is a string, it's\nCamelCase","type":"string"}}}}"#
+        );
+    }
+
+    #[test]
+    fn the_repair_stops_at_the_closing_quote() {
+        // `c` after the scalar keeps its indentation: it stays a key of `a`.
+        assert_eq!(
+            canon("a:\n  b: \"x\n  y\"\n  c: 1\n"),
+            r#"{"a":{"b":"x y","c":1}}"#
+        );
+    }
+
+    #[test]
+    fn a_document_the_repair_cannot_save_reports_the_first_error() {
+        let e = err("a:\n  b: \"x\n  y\"\n c: [\n");
+        assert_eq!(e.message, QUOTED_SCALAR_INDENT_ERROR);
+        assert_eq!((e.line, e.column), (3, 3));
     }
 
     #[test]
