@@ -22,7 +22,10 @@
 //!    condition's writer). `status.conditions` is a list-map keyed by `type` in OpenShift's CRD
 //!    (and in `config/openshift/`), so the apply owns that one entry: other writers' conditions,
 //!    `versions` and `relatedObjects` are untouched. Nothing is written when the condition already
-//!    says the same; `lastTransitionTime` moves only when the status flips.
+//!    says the same; `lastTransitionTime` moves only when the status flips. Where
+//!    cluster-olm-operator also derives this condition (its library-go status writer updates the
+//!    whole list), both compute the same status, reason and message from the same releases, so
+//!    neither rewrites the other's (transition times are not compared).
 //!
 //! | situation                                   | what the pass does                                   |
 //! |---------------------------------------------|------------------------------------------------------|
@@ -35,7 +38,8 @@
 //!
 //! A pass runs: at start, on every change of a release Secret in the system namespace (install,
 //! upgrade, uninstall), of a ClusterExtension (created or deleted), of the ClusterVersion (when the
-//! version comes from it) or of the ClusterOperator (another writer replacing our condition), on
+//! version comes from it), of the ClusterOperator's `Upgradeable` condition when it no longer says
+//! what this loop wrote (another writer replaced it; their other status updates are ignored), on
 //! gaining leadership, and every [`GatingOptions::resync`]. Events within
 //! [`GatingOptions::settle`] of each other share one pass.
 //!
@@ -319,6 +323,8 @@ pub struct Gating {
     store: ReleaseStore,
     version_tx: watch::Sender<Option<ClusterMinor>>,
     outcome_tx: watch::Sender<Option<Arc<PassOutcome>>>,
+    /// What the ClusterOperator's condition says as far as this loop knows (applied or found).
+    written_tx: watch::Sender<Option<GatingCondition>>,
 }
 
 /// Runs the gating loop until `shutdown` (see [`Gating::run`]).
@@ -341,6 +347,7 @@ impl Gating {
             store,
             version_tx: watch::Sender::new(None),
             outcome_tx: watch::Sender::new(None),
+            written_tx: watch::Sender::new(None),
         }
     }
 
@@ -380,13 +387,13 @@ impl Gating {
                 ),
                 wake.clone(),
             )),
-            tokio::spawn(wake_on(
-                "cluster operator",
+            tokio::spawn(wake_on_foreign_condition(
                 watch_stream(
                     Api::<ClusterOperator>::all(self.client.clone()),
                     watcher::Config::default()
                         .fields(&format!("metadata.name={}", self.options.cluster_operator)),
                 ),
+                self.written_tx.subscribe(),
                 wake.clone(),
             )),
         ];
@@ -525,10 +532,14 @@ impl Gating {
         } else {
             match self.apply_condition(&condition).await {
                 Ok(true) => {
+                    self.written_tx.send_replace(Some(condition.clone()));
                     tracing::info!(status = ?condition.status, reason = %condition.reason, message = %condition.message, "upgrade gating: wrote the ClusterOperator's Upgradeable condition");
                     WriteOutcome::Applied
                 }
-                Ok(false) => WriteOutcome::Unchanged,
+                Ok(false) => {
+                    self.written_tx.send_replace(Some(condition.clone()));
+                    WriteOutcome::Unchanged
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "upgrade gating: cannot write the ClusterOperator's Upgradeable condition");
                     WriteOutcome::Failed(e.to_string())
@@ -625,11 +636,7 @@ impl Gating {
         let previous = existing.condition(condition.type_);
         let reason = (!condition.reason.is_empty()).then(|| condition.reason.clone());
         let message = (!condition.message.is_empty()).then(|| condition.message.clone());
-        if let Some(p) = previous
-            && p.status == condition.status
-            && p.reason == reason
-            && p.message == message
-        {
+        if says_the_same(&existing, condition) {
             return Ok(false);
         }
         let last_transition_time = match previous {
@@ -671,6 +678,44 @@ enum VersionFailure {
     Api(GatingError),
     /// The version source says nothing usable (core's error text).
     Undetermined(String),
+}
+
+/// Wakes the loop when the ClusterOperator is deleted (or re-listed), or when its `Upgradeable`
+/// condition differs from what this loop last wrote or found: someone else changed it. Other
+/// writers' updates of their own conditions (frequent on a real cluster) do not start a pass.
+async fn wake_on_foreign_condition<S>(
+    stream: S,
+    written: watch::Receiver<Option<GatingCondition>>,
+    wake: Arc<Notify>,
+) where
+    S: Stream<Item = Result<Event<ClusterOperator>, watcher::Error>> + Send,
+{
+    let mut stream = std::pin::pin!(stream.default_backoff());
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Apply(co)) => {
+                let ours = written.borrow().clone();
+                if !ours.is_some_and(|c| says_the_same(&co, &c)) {
+                    wake.notify_one();
+                }
+            }
+            Ok(Event::Delete(_) | Event::InitDone) => wake.notify_one(),
+            Ok(Event::Init | Event::InitApply(_)) => {}
+            Err(error) => {
+                tracing::warn!(watch = "cluster operator", %error, "upgrade gating: watch failed; retrying with backoff")
+            }
+        }
+    }
+}
+
+/// Whether the ClusterOperator's condition of `condition`'s type has its status, reason and
+/// message (transition times are not compared).
+fn says_the_same(co: &ClusterOperator, condition: &GatingCondition) -> bool {
+    co.condition(condition.type_).is_some_and(|p| {
+        p.status == condition.status
+            && p.reason.as_deref().unwrap_or_default() == condition.reason
+            && p.message.as_deref().unwrap_or_default() == condition.message
+    })
 }
 
 /// The next leadership change; never, once the election is over.
