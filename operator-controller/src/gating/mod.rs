@@ -53,40 +53,40 @@
 //! mode only. Exactly:
 //!
 //! ```text
-//! // `operator-controller run`, once at start:
-//! let gating = if gating::openshift_enabled(&client, args.openshift, Duration::from_secs(30)).await? {
-//!     let g = gating::Gating::new(client.clone(), gating::GatingOptions::from_env(&system_namespace));
-//!     Some(g)
-//! } else { None };
+//! // `operator-controller run`: `#[command(flatten)] gating: gating::OpenShiftArgs` in its Args;
+//! // once at start:
+//! let gating = gating::openshift_enabled(&client, args.gating.openshift, Duration::from_secs(30))
+//!     .await?
+//!     .then(|| gating::Gating::new(client.clone(), gating::GatingOptions::from_env(&system_namespace)));
 //! let versions: Option<ClusterVersionCache> = gating.as_ref().map(Gating::cluster_version);
 //! if let Some(g) = gating { tokio::spawn(g.run(leadership.receiver(), shutdown.clone())); }
 //! // and re-queue every ClusterExtension on each item of `versions.changes()`.
 //!
-//! // Per reconcile, after the installed release was read (`ReleaseStore::installed`, the
+//! // Per reconcile, after the installed release was read (`ReleaseStore::installed`: the
 //! // `Option<StoredRelease>` the controller already has; None before the first install) and after
-//! // resolution (it has `filter` = spec.source.catalog, `installed_bundle` = the
-//! // `resolve::InstalledBundle`, the `CatalogInfo`s and a way to fetch a catalog's package content):
+//! // resolution (`filter` = spec.source.catalog, `installed_bundle` = the resolver's
+//! // `InstalledBundle`, `selected` = `resolver.catalogs_to_search(..)`):
 //! if let Some(versions) = &versions {
 //!     let metadata = ExtensionMetadata::from_release(installed.as_ref().map(|s| &s.release));
 //!     let current = versions.current();
-//!     let lifting = match current {
-//!         Some(current) => core::gating::lifting_versions(filter, installed_bundle, current, &catalogs, fetch_cached),
-//!         None => Ok(Vec::new()), // no condition is produced without a version anyway
+//!     let lifting: Result<Vec<String>, String> = match current {
+//!         // Same catalogs, same package: the catalogd client's cache answers.
+//!         Some(current) => {
+//!             let fetched = catalogs::fetch_packages(&ctx.catalogd, &by_name, &selected, package).await;
+//!             olm_operator_core::gating::lifting_versions_fetched(filter, installed_bundle, current, fetched)
+//!                 .map_err(|e| e.to_string())
+//!         }
+//!         None => Ok(Vec::new()), // no version: `extension_condition` returns None anyway
 //!     };
-//!     let (versions_list, why);
-//!     let lifting = match &lifting {
-//!         Ok(v) => { versions_list = v; Lifting::Versions(versions_list) }
-//!         Err(e) => { why = e.to_string(); Lifting::Unknown(&why) }
-//!     };
-//!     match extension_condition(&ce.name_any(), metadata, current, lifting) {
-//!         Some(c) => set_condition(ExtensionCondition::TYPE, c.status, c.reason, c.message, ce.generation),
+//!     match extension_condition(&name, metadata, current, Lifting::from_result(&lifting)) {
+//!         Some(c) => set_condition(ExtensionCondition::TYPE, c.status, c.reason, c.message, generation),
 //!         None => remove_condition(ConditionType::ClusterUpgradeable),
 //!     }
 //! }
 //! ```
 //!
-//! `lifting_versions` is only worth its catalog reads when the installed bundle blocks; reuse the
-//! package content the resolution fetched in the same reconcile (same catalogs, same package).
+//! The lifting versions are only worth their catalog reads when the installed bundle blocks (check
+//! `check_extension(current, ..).verdict` first if the reads are not cached).
 //! That wiring is not in this module: it lands with the ClusterExtension controller.
 
 use std::collections::BTreeSet;
@@ -160,6 +160,16 @@ impl std::fmt::Display for OpenShiftMode {
             OpenShiftMode::Disabled => "false",
         })
     }
+}
+
+/// The `operator-controller run` flag choosing the mode (flatten it into the run arguments).
+#[derive(Clone, Debug, clap::Args)]
+pub struct OpenShiftArgs {
+    /// OpenShift cluster-upgrade gating (the `olm` ClusterOperator's Upgradeable condition from
+    /// installed bundles' olm.maxOpenShiftVersion): `auto` turns it on when config.openshift.io/v1
+    /// serves ClusterOperator and ClusterVersion.
+    #[arg(long = "openshift", value_name = "auto|true|false", default_value_t = OpenShiftMode::Auto)]
+    pub openshift: OpenShiftMode,
 }
 
 /// Why gating could not do something. Each names the object involved.
@@ -784,6 +794,32 @@ mod tests {
             "clusterversions"
         ])));
         assert!(!serves_openshift_config_apis(&resources(&[])));
+    }
+
+    #[test]
+    fn the_flag_defaults_to_auto_and_rejects_other_values() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Run {
+            #[command(flatten)]
+            gating: OpenShiftArgs,
+        }
+        assert_eq!(
+            Run::try_parse_from(["run"]).unwrap().gating.openshift,
+            OpenShiftMode::Auto
+        );
+        assert_eq!(
+            Run::try_parse_from(["run", "--openshift=false"])
+                .unwrap()
+                .gating
+                .openshift,
+            OpenShiftMode::Disabled
+        );
+        let err = Run::try_parse_from(["run", "--openshift", "yes"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("invalid OpenShift mode \"yes\""), "{err}");
     }
 
     #[test]

@@ -47,6 +47,16 @@ pub enum Lifting<'a> {
     Unknown(&'a str),
 }
 
+impl<'a> Lifting<'a> {
+    /// The lifting versions, or why they are not known (an error's text).
+    pub fn from_result<E: AsRef<str>>(result: &'a Result<Vec<String>, E>) -> Lifting<'a> {
+        match result {
+            Ok(versions) => Lifting::Versions(versions),
+            Err(why) => Lifting::Unknown(why.as_ref()),
+        }
+    }
+}
+
 /// The `ClusterUpgradeable` condition of one ClusterExtension.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExtensionCondition {
@@ -246,6 +256,17 @@ mod tests {
             .2,
             "bundle \"b.v1.0.0\" supports OpenShift up to 4.18; it blocks the cluster's upgrade from 4.18 to 4.19. The bundle versions that would lift the block could not be determined: catalog \"c\" is not serving."
         );
+    }
+
+    #[test]
+    fn lifting_from_a_result() {
+        let ok: Result<Vec<String>, String> = Ok(vec!["1.1.0".to_string()]);
+        assert_eq!(
+            Lifting::from_result(&ok),
+            Lifting::Versions(&["1.1.0".to_string()])
+        );
+        let err: Result<Vec<String>, String> = Err("boom".to_string());
+        assert_eq!(Lifting::from_result(&err), Lifting::Unknown("boom"));
     }
 
     #[test]

@@ -39,7 +39,8 @@ use crate::resolve::{
     CatalogInfo, FetchError, InstalledBundle, PackageContent, ResolveError, Resolver,
 };
 
-/// The versions that would lift the block (see the module table), highest first.
+/// The versions that would lift the block (see the module table), highest first; `fetch` gives
+/// the package's content of each catalog the resolver would search.
 pub fn lifting_versions(
     filter: &CatalogFilter,
     installed: Option<&InstalledBundle>,
@@ -48,16 +49,37 @@ pub fn lifting_versions(
     mut fetch: impl FnMut(&CatalogInfo) -> Result<Arc<PackageContent>, FetchError>,
 ) -> Result<Vec<String>, ResolveError> {
     let resolver = Resolver::new(filter, installed)?;
+    let fetched: Vec<_> = resolver
+        .catalogs_to_search(catalogs)
+        .into_iter()
+        .map(|c| (c, fetch(c)))
+        .collect();
+    lifting_versions_fetched(filter, installed, current, fetched)
+}
+
+/// [`lifting_versions`] over content fetched beforehand for the catalogs of
+/// [`Resolver::catalogs_to_search`] (as [`Resolver::resolve_fetched`] takes it; the first error
+/// in catalog-name order is reported).
+pub fn lifting_versions_fetched<'c>(
+    filter: &CatalogFilter,
+    installed: Option<&InstalledBundle>,
+    current: ClusterMinor,
+    fetched: impl IntoIterator<Item = (&'c CatalogInfo, Result<Arc<PackageContent>, FetchError>)>,
+) -> Result<Vec<String>, ResolveError> {
+    // Validates the selector and the range with the resolver's errors.
+    Resolver::new(filter, installed)?;
     // `Resolver::new` accepted the range, so parsing it again cannot fail.
     let range = match filter.version.as_deref() {
         None | Some("") => None,
         Some(range) => Constraints::parse(range).ok(),
     };
     let constrained = filter.upgrade_constraint_policy != UpgradeConstraintPolicy::SelfCertified;
+    let mut fetched: Vec<_> = fetched.into_iter().collect();
+    fetched.sort_by(|a, b| a.0.name.cmp(&b.0.name));
     let mut successors: Option<Successors> = None;
     let mut found: BTreeSet<VersionRelease> = BTreeSet::new();
-    for catalog in resolver.catalogs_to_search(catalogs) {
-        let content = fetch(catalog).map_err(|source| ResolveError::GetPackage {
+    for (catalog, content) in fetched {
+        let content = content.map_err(|source| ResolveError::GetPackage {
             package: filter.package_name.clone(),
             catalog: catalog.name.clone(),
             source,
@@ -250,6 +272,31 @@ mod tests {
             )
             .unwrap()
             .is_empty()
+        );
+    }
+
+    #[test]
+    fn prefetched_content_gives_the_same_answer() {
+        let catalogs = [CatalogInfo::new("b", 0), CatalogInfo::new("a", 0)];
+        let c = content();
+        let installed = installed_1_0_0();
+        let f = filter(&["stable"], None);
+        let fetched = catalogs.iter().map(|cat| (cat, Ok(c.clone())));
+        assert_eq!(
+            lifting_versions_fetched(&f, Some(&installed), CUR, fetched).unwrap(),
+            run(&f, Some(&installed))
+        );
+        // Errors: the first in catalog-name order.
+        let fetched = catalogs.iter().map(|cat| {
+            (
+                cat,
+                Err::<Arc<PackageContent>, FetchError>(cat.name.clone().into()),
+            )
+        });
+        let err = lifting_versions_fetched(&f, None, CUR, fetched).unwrap_err();
+        assert!(
+            matches!(err, ResolveError::GetPackage { ref catalog, .. } if catalog == "a"),
+            "{err}"
         );
     }
 

@@ -51,7 +51,7 @@ pub mod properties;
 pub mod version;
 
 pub use extension::{ExtensionCondition, Lifting, extension_condition, lifts_block};
-pub use lifting::lifting_versions;
+pub use lifting::{lifting_versions, lifting_versions_fetched};
 
 pub use properties::{RawProperty, decode_properties};
 pub use version::{
