@@ -3,6 +3,8 @@
 //! failures.
 #![allow(clippy::unwrap_used)]
 
+// One copy of the fixtures, shared with the pure crate's tests.
+#[path = "../core/tests/common/mod.rs"]
 mod common;
 
 use std::path::Path;

@@ -2,6 +2,8 @@
 //! the `--data` data-aware step over custom-resource files.
 #![allow(clippy::unwrap_used)]
 
+// One copy of the fixtures, shared with the pure crate's tests.
+#[path = "../core/tests/common/mod.rs"]
 mod common;
 
 use std::path::PathBuf;

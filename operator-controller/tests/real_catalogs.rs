@@ -4,6 +4,8 @@
 //! `operator-controller resolve --catalog DIR` reads them.
 #![allow(clippy::unwrap_used)]
 
+// One copy of the fixtures, shared with the pure crate's tests.
+#[path = "../core/tests/common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;

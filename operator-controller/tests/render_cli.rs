@@ -3,6 +3,8 @@
 //! (plain, TLS with credentials, warm cache), and hostile bundle images.
 #![allow(clippy::unwrap_used)]
 
+// One copy of the fixtures, shared with the pure crate's tests.
+#[path = "../core/tests/common/mod.rs"]
 mod common;
 
 use std::fs;

@@ -2,6 +2,8 @@
 //! answers from a catalog directory and from the same catalog served by catalogd over HTTP.
 #![allow(clippy::unwrap_used)]
 
+// One copy of the fixtures, shared with the pure crate's tests.
+#[path = "../core/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@
 //!    template of the same name whose text is `{{.Files.Get "<name>"}}` (so Go template syntax
 //!    inside manifests is never evaluated).
 //! 2. Helm renders each template (the file's text), orders the documents by kind
-//!    ([`INSTALL_ORDER`], unknown kinds after, alphabetically) and, within a kind, by template
+//!    ([`HELM_INSTALL_ORDER`](crate::apply_plan::order::HELM_INSTALL_ORDER), unknown kinds after, alphabetically) and, within a kind, by template
 //!    name (the hash), and concatenates them as `---\n# Source: <name>\n<doc>\n`.
 //! 3. Post-renderers, in order, re-read that stream as YAML (so the `# Source` lines and the
 //!    original key order are lost):
@@ -41,46 +41,7 @@ use sha2::{Digest, Sha256};
 
 use super::go_json;
 use super::model::{Chart, File, Metadata};
-
-/// Helm's `releaseutil.InstallOrder`.
-pub const INSTALL_ORDER: [&str; 36] = [
-    "PriorityClass",
-    "Namespace",
-    "NetworkPolicy",
-    "ResourceQuota",
-    "LimitRange",
-    "PodSecurityPolicy",
-    "PodDisruptionBudget",
-    "ServiceAccount",
-    "Secret",
-    "SecretList",
-    "ConfigMap",
-    "StorageClass",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "CustomResourceDefinition",
-    "ClusterRole",
-    "ClusterRoleList",
-    "ClusterRoleBinding",
-    "ClusterRoleBindingList",
-    "Role",
-    "RoleList",
-    "RoleBinding",
-    "RoleBindingList",
-    "Service",
-    "DaemonSet",
-    "Pod",
-    "ReplicationController",
-    "ReplicaSet",
-    "Deployment",
-    "HorizontalPodAutoscaler",
-    "StatefulSet",
-    "Job",
-    "CronJob",
-    "IngressClass",
-    "Ingress",
-    "APIService",
-];
+use crate::apply_plan::order::compare_kinds;
 
 /// Label keys operator-controller puts on every applied object.
 pub const OWNER_KIND_LABEL: &str = "olm.operatorframework.io/owner-kind";
@@ -344,20 +305,8 @@ fn rendered_documents(chart: &Chart) -> Result<Vec<Document>, RenderError> {
         }
     }
     // Stable: within a kind the template-path order above is kept.
-    docs.sort_by(|a, b| kind_order(&a.kind, &b.kind));
+    docs.sort_by(|a, b| compare_kinds(&a.kind, &b.kind));
     Ok(docs)
-}
-
-/// Helm's `lessByKind` as an ordering: known kinds by [`INSTALL_ORDER`], then unknown kinds
-/// alphabetically.
-fn kind_order(a: &str, b: &str) -> std::cmp::Ordering {
-    let pos = |k: &str| INSTALL_ORDER.iter().position(|x| *x == k);
-    match (pos(a), pos(b)) {
-        (Some(x), Some(y)) => x.cmp(&y),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.cmp(b),
-    }
 }
 
 /// Helm's `SplitManifests`: documents separated by `---` at the start of a line, trimmed, empty
@@ -526,7 +475,7 @@ mod tests {
     #[test]
     fn unknown_kinds_sort_after_known_ones_alphabetically() {
         let mut kinds = vec!["Zeta", "Deployment", "Alpha", "Namespace", "ServiceAccount"];
-        kinds.sort_by(|a, b| kind_order(a, b));
+        kinds.sort_by(|a, b| compare_kinds(a, b));
         assert_eq!(
             kinds,
             vec!["Namespace", "ServiceAccount", "Deployment", "Alpha", "Zeta"]
