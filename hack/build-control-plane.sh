@@ -35,8 +35,13 @@ binaries_ok() {
   for b in kube-apiserver kube-controller-manager kube-scheduler etcd kwok; do
     [[ -x "${BIN}/${b}" ]] || return 1
   done
-  "${BIN}/kube-apiserver" --version 2>/dev/null | grep -q "Kubernetes ${K8S_VERSION}" || return 1
-  "${BIN}/etcd" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}" || return 1
+  # Output captured first: `cmd | grep -q` under pipefail fails when grep exits before cmd has
+  # written everything (SIGPIPE), which made a good cache look stale under load.
+  local v
+  v="$("${BIN}/kube-apiserver" --version 2>/dev/null)" || return 1
+  [[ "${v}" == *"Kubernetes ${K8S_VERSION}"* ]] || return 1
+  v="$("${BIN}/etcd" --version 2>/dev/null)" || return 1
+  [[ "${v}" == *"etcd Version: ${ETCD_VERSION#v}"* ]] || return 1
 }
 
 if binaries_ok; then

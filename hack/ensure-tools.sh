@@ -5,6 +5,8 @@
 # - kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok: built from Go modules
 #   (hack/build-control-plane.sh), or taken from KUBEBUILDER_ASSETS.
 # - docker-registry: Debian's package, unpacked (never installed, so its service never starts).
+# - kubectl: the one on PATH, else built from Go modules at the control plane's version
+#   (hack/build-kubectl.sh), so `make run`'s instructions work on a machine without it.
 set -euo pipefail
 out="${1:?usage: ensure-tools.sh ENV_FILE}"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -14,6 +16,12 @@ mkdir -p "${CACHE_ROOT}/bin"
 log() { echo "ensure-tools: $*" >&2; }
 
 assets="$("${here}/build-control-plane.sh" | tail -n 1)"
+
+if [[ -z "${OLM_KUBECTL:-}" ]] && command -v kubectl >/dev/null; then
+  kubectl="$(command -v kubectl)"
+else
+  kubectl="$("${here}/build-kubectl.sh" | tail -n 1)"
+fi
 
 registry="${OLM_REGISTRY_BIN:-}"
 if [[ -z "${registry}" ]]; then
@@ -51,5 +59,6 @@ fi
 cat > "${out}" <<ENV
 export OLM_TEST_ASSETS='${assets}'
 export OLM_REGISTRY_BIN='${registry}'
+export OLM_KUBECTL='${kubectl}'
 ENV
-log "control plane: ${assets}; registry: ${registry}"
+log "control plane: ${assets}; registry: ${registry}; kubectl: ${kubectl}"
