@@ -78,10 +78,9 @@
 //!         }
 //!         None => Ok(Vec::new()), // no version: `extension_condition` returns None anyway
 //!     };
-//!     match extension_condition(&name, metadata, current, Lifting::from_result(&lifting)) {
-//!         Some(c) => set_condition(ExtensionCondition::TYPE, c.status, c.reason, c.message, generation),
-//!         None => remove_condition(ConditionType::ClusterUpgradeable),
-//!     }
+//!     let condition = extension_condition(&name, metadata, current, Lifting::from_result(&lifting));
+//!     // into the status being computed, before the one status write:
+//!     put_extension_condition(&mut status.conditions, condition.as_ref(), generation, now());
 //! }
 //! ```
 //!

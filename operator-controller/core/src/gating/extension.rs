@@ -29,8 +29,9 @@
 
 use semver::Version;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use olm_api::fbc::Bundle;
-use olm_api::v1::{ConditionReason, ConditionStatus, ConditionType};
+use olm_api::v1::{Condition, ConditionReason, ConditionStatus, ConditionType, set_condition};
 use olm_api::version::go_text::go_quote;
 
 use super::{
@@ -134,6 +135,34 @@ pub fn extension_condition(
         reason,
         message,
     })
+}
+
+/// Puts `condition` into a ClusterExtension's status conditions (`set_condition` rules:
+/// `lastTransitionTime` moves only on a status change), or removes the `ClusterUpgradeable`
+/// condition when there is none (not OpenShift, nothing deployed, version unknown). Returns
+/// whether the list changed.
+pub fn put_extension_condition(
+    conditions: &mut Vec<Condition>,
+    condition: Option<&ExtensionCondition>,
+    generation: Option<i64>,
+    now: Time,
+) -> bool {
+    match condition {
+        Some(c) => set_condition(
+            conditions,
+            ExtensionCondition::TYPE,
+            c.status,
+            c.reason,
+            &c.message,
+            generation,
+            now,
+        ),
+        None => {
+            let before = conditions.len();
+            conditions.retain(|c| c.type_ != ExtensionCondition::TYPE.as_str());
+            conditions.len() != before
+        }
+    }
 }
 
 /// Whether installing `bundle` (a catalog bundle the resolver offers the extension) would lift
@@ -347,6 +376,49 @@ mod tests {
             ),
             "{warning}"
         );
+    }
+
+    #[test]
+    fn the_condition_is_put_or_removed() {
+        use k8s_openapi::jiff::Timestamp;
+        let at = |s: i64| Time(Timestamp::from_second(s).unwrap());
+        let mut conditions = Vec::new();
+        let blocking = ExtensionCondition {
+            status: ConditionStatus::False,
+            reason: ConditionReason::MaxOpenShiftVersionIncompatible,
+            message: "m".to_string(),
+        };
+        assert!(put_extension_condition(
+            &mut conditions,
+            Some(&blocking),
+            Some(3),
+            at(10)
+        ));
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0].type_, "ClusterUpgradeable");
+        assert_eq!(conditions[0].reason, "MaxOpenShiftVersionIncompatible");
+        assert_eq!(conditions[0].observed_generation, Some(3));
+        // Same again: unchanged, transition time kept.
+        assert!(!put_extension_condition(
+            &mut conditions,
+            Some(&blocking),
+            Some(3),
+            at(20)
+        ));
+        assert_eq!(conditions[0].last_transition_time, at(10));
+        assert!(put_extension_condition(
+            &mut conditions,
+            None,
+            Some(3),
+            at(30)
+        ));
+        assert!(conditions.is_empty());
+        assert!(!put_extension_condition(
+            &mut conditions,
+            None,
+            Some(3),
+            at(30)
+        ));
     }
 
     fn bundle(name: &str, properties: &str) -> Bundle {

@@ -50,7 +50,9 @@ pub mod lifting;
 pub mod properties;
 pub mod version;
 
-pub use extension::{ExtensionCondition, Lifting, extension_condition, lifts_block};
+pub use extension::{
+    ExtensionCondition, Lifting, extension_condition, lifts_block, put_extension_condition,
+};
 pub use lifting::{lifting_versions, lifting_versions_fetched};
 
 pub use properties::{RawProperty, decode_properties};
