@@ -9,6 +9,8 @@
 //!   apply, collisions, pruning, uninstall, impersonation, drift watches, availability).
 //! - [`controller`]: the ClusterExtension controller (`operator-controller run`): the reconcile
 //!   pipeline, its errors, metrics and the CRD upgrade-safety preflight.
+//! - [`gating`]: OpenShift cluster-upgrade gating: the `olm` ClusterOperator's `Upgradeable`
+//!   condition from installed extensions' `olm.maxOpenShiftVersion`, and the cached cluster version.
 //! - [`storage`]: installed state (Helm release records in chunked Secrets) through the
 //!   Kubernetes API.
 
@@ -18,5 +20,6 @@ pub mod catalog_source;
 pub mod cli;
 pub mod cmd;
 pub mod controller;
+pub mod gating;
 pub mod storage;
 pub use olm_operator_core::resolve;

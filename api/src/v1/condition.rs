@@ -20,6 +20,7 @@
 //! | `ChannelDeprecated` | ClusterExtension | a channel the extension follows is deprecated |
 //! | `BundleDeprecated` | ClusterExtension | the installed bundle is deprecated |
 //! | `Available` | ClusterExtension | every Deployment of the installed bundle is available (upstream sets it only in its experimental Boxcutter mode; we set it always) |
+//! | `ClusterUpgradeable` | ClusterExtension | OpenShift mode only (beyond upstream): whether the installed bundle's `olm.maxOpenShiftVersion` lets the cluster upgrade to its next minor version, and if not, which bundle versions would |
 //!
 //! Condition reasons (per kind in [`ConditionReason::CLUSTER_CATALOG`] and
 //! [`ConditionReason::CLUSTER_EXTENSION`]):
@@ -40,6 +41,9 @@
 //! | `Absent` | `BundleDeprecated` Unknown | no bundle is installed yet |
 //! | `ProbesSucceeded` | `Available` True (ClusterExtension) | every rendered Deployment is Available (upstream's experimental reason) |
 //! | `ProbeFailure` | `Available` False (ClusterExtension) | a rendered Deployment is not Available; the message names it |
+//! | `MaxOpenShiftVersionCompatible` | `ClusterUpgradeable` True | the installed bundle declares no `olm.maxOpenShiftVersion`, or one above the cluster's version |
+//! | `MaxOpenShiftVersionIncompatible` | `ClusterUpgradeable` False | the installed bundle's `olm.maxOpenShiftVersion` blocks the next minor cluster upgrade; the message lists the bundle versions that would lift the block |
+//! | `MaxOpenShiftVersionInvalid` | `ClusterUpgradeable` False | the installed bundle's `olm.properties` or `olm.maxOpenShiftVersion` cannot be read (upstream then blocks the upgrade too); the message is upstream's error |
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
@@ -111,6 +115,7 @@ pub enum ConditionType {
     ChannelDeprecated,
     BundleDeprecated,
     Available,
+    ClusterUpgradeable,
 }
 
 impl ConditionType {
@@ -124,11 +129,12 @@ impl ConditionType {
             ConditionType::ChannelDeprecated => "ChannelDeprecated",
             ConditionType::BundleDeprecated => "BundleDeprecated",
             ConditionType::Available => "Available",
+            ConditionType::ClusterUpgradeable => "ClusterUpgradeable",
         }
     }
 
     /// Every condition type.
-    pub const ALL: [ConditionType; 8] = [
+    pub const ALL: [ConditionType; 9] = [
         ConditionType::Serving,
         ConditionType::Progressing,
         ConditionType::Installed,
@@ -137,14 +143,15 @@ impl ConditionType {
         ConditionType::ChannelDeprecated,
         ConditionType::BundleDeprecated,
         ConditionType::Available,
+        ConditionType::ClusterUpgradeable,
     ];
 
     /// The condition types a ClusterCatalog carries.
     pub const CLUSTER_CATALOG: [ConditionType; 2] =
         [ConditionType::Serving, ConditionType::Progressing];
     /// The condition types a ClusterExtension carries (upstream's `conditionsets`, plus
-    /// `Available`).
-    pub const CLUSTER_EXTENSION: [ConditionType; 7] = [
+    /// `Available`, and `ClusterUpgradeable` in OpenShift mode only).
+    pub const CLUSTER_EXTENSION: [ConditionType; 8] = [
         ConditionType::Installed,
         ConditionType::Deprecated,
         ConditionType::PackageDeprecated,
@@ -152,6 +159,7 @@ impl ConditionType {
         ConditionType::BundleDeprecated,
         ConditionType::Progressing,
         ConditionType::Available,
+        ConditionType::ClusterUpgradeable,
     ];
 }
 
@@ -176,6 +184,10 @@ pub enum ConditionReason {
     // ClusterExtension Available (upstream's experimental Boxcutter reasons)
     ProbesSucceeded,
     ProbeFailure,
+    // ClusterExtension ClusterUpgradeable (OpenShift mode, beyond upstream)
+    MaxOpenShiftVersionCompatible,
+    MaxOpenShiftVersionIncompatible,
+    MaxOpenShiftVersionInvalid,
 }
 
 impl ConditionReason {
@@ -195,11 +207,14 @@ impl ConditionReason {
             ConditionReason::Absent => "Absent",
             ConditionReason::ProbesSucceeded => "ProbesSucceeded",
             ConditionReason::ProbeFailure => "ProbeFailure",
+            ConditionReason::MaxOpenShiftVersionCompatible => "MaxOpenShiftVersionCompatible",
+            ConditionReason::MaxOpenShiftVersionIncompatible => "MaxOpenShiftVersionIncompatible",
+            ConditionReason::MaxOpenShiftVersionInvalid => "MaxOpenShiftVersionInvalid",
         }
     }
 
     /// Every condition reason.
-    pub const ALL: [ConditionReason; 14] = [
+    pub const ALL: [ConditionReason; 17] = [
         ConditionReason::Succeeded,
         ConditionReason::Retrying,
         ConditionReason::Blocked,
@@ -214,6 +229,9 @@ impl ConditionReason {
         ConditionReason::Absent,
         ConditionReason::ProbesSucceeded,
         ConditionReason::ProbeFailure,
+        ConditionReason::MaxOpenShiftVersionCompatible,
+        ConditionReason::MaxOpenShiftVersionIncompatible,
+        ConditionReason::MaxOpenShiftVersionInvalid,
     ];
 
     /// The reasons a ClusterCatalog's conditions carry (upstream catalogd's).
@@ -228,8 +246,8 @@ impl ConditionReason {
 
     /// The reasons a ClusterExtension's conditions carry (upstream's `conditionsets`, without the
     /// Boxcutter-only `RollingOut` and `ProgressDeadlineExceeded`), plus the experimental
-    /// `Available` condition's two reasons.
-    pub const CLUSTER_EXTENSION: [ConditionReason; 11] = [
+    /// `Available` condition's two reasons and the OpenShift-mode `ClusterUpgradeable` reasons.
+    pub const CLUSTER_EXTENSION: [ConditionReason; 14] = [
         ConditionReason::Succeeded,
         ConditionReason::Deprecated,
         ConditionReason::NotDeprecated,
@@ -241,6 +259,9 @@ impl ConditionReason {
         ConditionReason::Absent,
         ConditionReason::ProbesSucceeded,
         ConditionReason::ProbeFailure,
+        ConditionReason::MaxOpenShiftVersionCompatible,
+        ConditionReason::MaxOpenShiftVersionIncompatible,
+        ConditionReason::MaxOpenShiftVersionInvalid,
     ];
 }
 
@@ -408,6 +429,7 @@ mod tests {
             ConditionType::ChannelDeprecated => 5,
             ConditionType::BundleDeprecated => 6,
             ConditionType::Available => 7,
+            ConditionType::ClusterUpgradeable => 8,
         }
     }
 
@@ -427,6 +449,9 @@ mod tests {
             ConditionReason::Absent => 11,
             ConditionReason::ProbesSucceeded => 12,
             ConditionReason::ProbeFailure => 13,
+            ConditionReason::MaxOpenShiftVersionCompatible => 14,
+            ConditionReason::MaxOpenShiftVersionIncompatible => 15,
+            ConditionReason::MaxOpenShiftVersionInvalid => 16,
         }
     }
 

@@ -18,6 +18,7 @@ mod extension_rbac;
 mod extension_scenarios;
 mod extension_takeover;
 mod extension_upgrade;
+mod gating;
 mod loopback;
 mod openshift;
 mod release_storage;

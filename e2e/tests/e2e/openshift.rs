@@ -83,6 +83,7 @@ async fn cluster_operator_conditions_need_a_status_from_the_enum() {
 
 #[tokio::test]
 async fn cluster_version_reports_the_current_version_from_its_history() {
+    let _singleton = crate::support::CLUSTER_VERSION_SINGLETON.lock().await;
     let client = olm_e2e::shared().await.client().await;
     let api: Api<ClusterVersion> = Api::all(client.clone());
     // The singleton's name is fixed; only this test uses it.

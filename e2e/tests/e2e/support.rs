@@ -7,6 +7,9 @@ use olm_api::v1::{ClusterCatalog, ClusterExtension};
 use serde_json::Value;
 
 pub use olm_e2e::eventually::eventually;
+
+/// Held by every test that creates the ClusterVersion singleton (`version`), so they take turns.
+pub static CLUSTER_VERSION_SINGLETON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 pub use olm_e2e::test_env::unique_name;
 
 /// The API resource of ClusterExtension, for sending arbitrary (also invalid) JSON.

@@ -45,8 +45,15 @@
 //! warning: an unquoted `4.10` in a bundle's `metadata/properties.yaml` reaches `olm.properties`
 //! as `4.1` (YAML reads it as a float), and the verdict is upstream's verdict on `4.1`.
 
+pub mod extension;
+pub mod lifting;
 pub mod properties;
 pub mod version;
+
+pub use extension::{
+    ExtensionCondition, Lifting, extension_condition, lifts_block, put_extension_condition,
+};
+pub use lifting::{lifting_versions, lifting_versions_fetched};
 
 pub use properties::{RawProperty, decode_properties};
 pub use version::{
@@ -214,6 +221,36 @@ pub fn check_extension(
         }
     };
 
+    let judged = judge_properties(current, bundle, &properties);
+    let mut out = if !judged.errors.is_empty() {
+        verdict(Verdict::Error {
+            message: format!(
+                "error(s) with cluster extension {name}: error in bundle {bundle}: {}",
+                judged.errors.join("\n")
+            ),
+        })
+    } else {
+        verdict(judged.verdict)
+    };
+    out.warnings = judged.warnings;
+    out
+}
+
+/// What one bundle's properties say, before the extension's name is put on the errors.
+pub(crate) struct PropertiesJudgement {
+    /// [`Verdict::Compatible`] or [`Verdict::Blocking`]; meaningless when `errors` is not empty.
+    pub verdict: Verdict,
+    /// upstream's per-property errors, in property order.
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Judges a bundle's properties, in property order (the module table's rows after the decode).
+pub(crate) fn judge_properties(
+    current: ClusterMinor,
+    bundle: &str,
+    properties: &[RawProperty],
+) -> PropertiesJudgement {
     let mut errors: Vec<String> = Vec::new();
     let mut warnings = Vec::new();
     let mut blocking_max: Option<Version> = None;
@@ -249,22 +286,17 @@ pub fn check_extension(
             )),
         }
     }
-    let mut out = if !errors.is_empty() {
-        verdict(Verdict::Error {
-            message: format!(
-                "error(s) with cluster extension {name}: error in bundle {bundle}: {}",
-                errors.join("\n")
-            ),
-        })
-    } else if let Some(max) = blocking_max {
-        verdict(Verdict::Blocking { max })
-    } else {
-        verdict(Verdict::Compatible {
+    let verdict = match blocking_max {
+        Some(max) => Verdict::Blocking { max },
+        None => Verdict::Compatible {
             max: compatible_max,
-        })
+        },
     };
-    out.warnings = warnings;
-    out
+    PropertiesJudgement {
+        verdict,
+        errors,
+        warnings,
+    }
 }
 
 /// A warning when a maximum is an unquoted number `X.Y` with a one-digit minor: that is what an
