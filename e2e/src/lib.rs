@@ -13,6 +13,7 @@ pub mod control_plane;
 pub mod dev_env;
 pub mod eventually;
 pub mod images;
+pub mod operator_controller;
 pub mod process;
 pub mod registry;
 pub mod sockets;

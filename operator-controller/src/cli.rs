@@ -31,6 +31,9 @@ pub struct Cli {
 /// What to run.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the ClusterExtension controller against a cluster (the in-cluster mode).
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Run(Box<cmd::run::Args>),
     /// Resolve which bundle a ClusterExtension would get, from catalog directories or catalogd URLs.
     ///
     /// Prints one JSON object (bundle, catalog, deprecations) and exits 0; on a resolution failure
@@ -50,16 +53,14 @@ pub enum Command {
 
 /// Runs the parsed command with the process's stdout and stderr.
 pub fn run(cli: Cli) -> Exit {
-    run_with(
-        cli,
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
-    )
+    // Unlocked handles: `run` logs from other threads through the same stderr.
+    run_with(cli, &mut std::io::stdout(), &mut std::io::stderr())
 }
 
 /// Runs the parsed command, writing to the given streams.
 pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     match cli.command {
+        Command::Run(args) => cmd::run::run_from_args(*args, err),
         Command::Resolve(args) => cmd::resolve::run(&args, out, err),
         Command::CrdUpgradeCheck(args) => cmd::crd_upgrade_check::run(&args, out, err),
         Command::Render(args) => cmd::render::run(&args, out, err),
@@ -74,6 +75,24 @@ mod tests {
     fn the_command_line_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    /// The flags `config/manager/operator-controller.yaml` passes are the binary's.
+    #[test]
+    fn the_manager_manifest_passes_flags_the_binary_accepts() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../config/manager/operator-controller.yaml");
+        let text = std::fs::read_to_string(&path).expect("the manager manifest");
+        let args: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter_map(|l| l.strip_prefix("- "))
+            .filter(|a| *a == "run" || a.starts_with("--"))
+            .collect();
+        assert!(args.len() > 3, "{args:?}");
+        let cli = Cli::try_parse_from(std::iter::once("operator-controller").chain(args.clone()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert!(matches!(cli.command, Command::Run(_)));
     }
 
     #[test]

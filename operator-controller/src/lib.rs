@@ -7,6 +7,8 @@
 //! - [`cli`]: the `operator-controller` command line; its modes are in [`cmd`] (`resolve`, `render`, `crd-upgrade-check`).
 //! - [`apply`]: writes extensions' objects to the cluster and keeps them there (server-side
 //!   apply, collisions, pruning, uninstall, impersonation, drift watches, availability).
+//! - [`controller`]: the ClusterExtension controller (`operator-controller run`): the reconcile
+//!   pipeline, its errors, metrics and the CRD upgrade-safety preflight.
 //! - [`storage`]: installed state (Helm release records in chunked Secrets) through the
 //!   Kubernetes API.
 
@@ -15,5 +17,6 @@ pub mod bundle_source;
 pub mod catalog_source;
 pub mod cli;
 pub mod cmd;
+pub mod controller;
 pub mod storage;
 pub use olm_operator_core::resolve;

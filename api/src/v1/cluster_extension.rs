@@ -344,6 +344,9 @@ pub struct ClusterExtensionStatus {
     /// the requested package, a requested channel or the installed bundle as deprecated
     /// (True/`Deprecated`, False/`NotDeprecated`, Unknown when no catalog data is available or, for
     /// the bundle, nothing is installed yet). `Deprecated` is True when any of the three is.
+    ///
+    /// `Available`: True/`ProbesSucceeded` when every Deployment of the installed bundle is
+    /// available; False/`ProbeFailure` naming the ones that are not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

@@ -19,6 +19,7 @@
 //! | `PackageDeprecated` | ClusterExtension | the catalog deprecates the package |
 //! | `ChannelDeprecated` | ClusterExtension | a channel the extension follows is deprecated |
 //! | `BundleDeprecated` | ClusterExtension | the installed bundle is deprecated |
+//! | `Available` | ClusterExtension | every Deployment of the installed bundle is available (upstream sets it only in its experimental Boxcutter mode; we set it always) |
 //!
 //! Condition reasons (per kind in [`ConditionReason::CLUSTER_CATALOG`] and
 //! [`ConditionReason::CLUSTER_EXTENSION`]):
@@ -109,6 +110,7 @@ pub enum ConditionType {
     PackageDeprecated,
     ChannelDeprecated,
     BundleDeprecated,
+    Available,
 }
 
 impl ConditionType {
@@ -121,11 +123,12 @@ impl ConditionType {
             ConditionType::PackageDeprecated => "PackageDeprecated",
             ConditionType::ChannelDeprecated => "ChannelDeprecated",
             ConditionType::BundleDeprecated => "BundleDeprecated",
+            ConditionType::Available => "Available",
         }
     }
 
     /// Every condition type.
-    pub const ALL: [ConditionType; 7] = [
+    pub const ALL: [ConditionType; 8] = [
         ConditionType::Serving,
         ConditionType::Progressing,
         ConditionType::Installed,
@@ -133,19 +136,22 @@ impl ConditionType {
         ConditionType::PackageDeprecated,
         ConditionType::ChannelDeprecated,
         ConditionType::BundleDeprecated,
+        ConditionType::Available,
     ];
 
     /// The condition types a ClusterCatalog carries.
     pub const CLUSTER_CATALOG: [ConditionType; 2] =
         [ConditionType::Serving, ConditionType::Progressing];
-    /// The condition types a ClusterExtension carries.
-    pub const CLUSTER_EXTENSION: [ConditionType; 6] = [
+    /// The condition types a ClusterExtension carries (upstream's `conditionsets`, plus
+    /// `Available`).
+    pub const CLUSTER_EXTENSION: [ConditionType; 7] = [
         ConditionType::Installed,
         ConditionType::Deprecated,
         ConditionType::PackageDeprecated,
         ConditionType::ChannelDeprecated,
         ConditionType::BundleDeprecated,
         ConditionType::Progressing,
+        ConditionType::Available,
     ];
 }
 
@@ -386,20 +392,10 @@ mod tests {
 
     /// Vocabulary that no product code sets yet, and why. The completeness test below fails when
     /// an entry here starts being used (take it off the list) or anything else is unused.
-    const NOT_SET_YET: &[(&str, &str)] = &[
-        (
-            "ConditionType::Installed",
-            "set by the ClusterExtension controller, not built yet",
-        ),
-        (
-            "ConditionReason::Failed",
-            "Installed reason of the ClusterExtension controller, not built yet",
-        ),
-        (
-            "ConditionReason::Unavailable",
-            "upstream sets Serving=False/Unavailable on a ClusterCatalog being deleted, right before it disappears; catalogd skips that write",
-        ),
-    ];
+    const NOT_SET_YET: &[(&str, &str)] = &[(
+        "ConditionReason::Unavailable",
+        "upstream sets Serving=False/Unavailable on a ClusterCatalog being deleted, right before it disappears; catalogd skips that write",
+    )];
 
     /// Which variant index `ALL` holds; a new variant fails to compile here until it is listed.
     fn type_index(t: ConditionType) -> usize {
@@ -411,6 +407,7 @@ mod tests {
             ConditionType::PackageDeprecated => 4,
             ConditionType::ChannelDeprecated => 5,
             ConditionType::BundleDeprecated => 6,
+            ConditionType::Available => 7,
         }
     }
 

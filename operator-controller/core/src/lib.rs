@@ -19,12 +19,17 @@
 //! - [`render`]: a bundle rendered into the objects OLM v1 applies (install modes, configuration,
 //!   certificate providers).
 //! - [`gotype`]: Go's typed round trip of Kubernetes objects, which shapes every rendered object.
+//! - [`status`]: the ClusterExtension status a reconcile publishes, and the policy after a
+//!   failed resolution.
+//! - [`catalog_changes`]: which ClusterExtensions a ClusterCatalog change concerns.
 
 pub mod apply_plan;
 pub mod bundle;
+pub mod catalog_changes;
 pub mod crd_upgrade;
 pub mod gating;
 pub mod gotype;
 pub mod release;
 pub mod render;
 pub mod resolve;
+pub mod status;

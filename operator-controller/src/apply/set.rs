@@ -173,8 +173,12 @@ impl Applier {
         client: &Client,
         steps: &[ApplyStep],
     ) -> Result<Vec<Option<DynamicObject>>, ApplyError> {
-        stream::iter(steps)
-            .map(|step| async move {
+        // Indices, not `&ApplyStep`s, go through the closure: a closure over a reference
+        // makes the future not provably `Send` for every lifetime, which a spawned controller
+        // needs.
+        stream::iter(0..steps.len())
+            .map(|i| async move {
+                let step = &steps[i];
                 // A kind whose CRD is not served yet answers 404 like an absent object: both
                 // mean there is nothing to collide with.
                 let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());

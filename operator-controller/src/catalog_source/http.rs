@@ -540,3 +540,25 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+impl CatalogdClient {
+    /// The names of the packages a catalog holds: `/api/v1/metas?schema=olm.package` (one small
+    /// object per package), read with the retry policy of the module table and not cached here
+    /// (the controller keeps one list per catalog revision). The controller uses it to re-queue
+    /// only the ClusterExtensions whose package a changed catalog holds.
+    pub async fn package_names(
+        &self,
+        base_url: &Url,
+    ) -> Result<std::collections::BTreeSet<String>, FetchError> {
+        let url = metas_url(base_url, &[("schema", SCHEMA_PACKAGE)]);
+        let body = self.get(&url).await?;
+        let body: &[u8] = &body;
+        let config = DeclarativeConfig::from_reader(body, url.as_str()).map_err(|source| {
+            FetchError::Parse {
+                url: url.to_string(),
+                source,
+            }
+        })?;
+        Ok(config.packages.into_iter().map(|p| p.name).collect())
+    }
+}

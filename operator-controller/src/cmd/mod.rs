@@ -4,3 +4,4 @@
 pub mod crd_upgrade_check;
 pub mod render;
 pub mod resolve;
+pub mod run;

@@ -1,0 +1,366 @@
+//! ClusterExtensions end to end: the real `operator-controller run` binary installs bundles
+//! from catalogs served by the real catalogd, on the `full` tier (garbage collector, kwok
+//! Deployments that become Available). Each test runs its own controller (managing only its
+//! own extensions), its own catalogd and its own package, so tests run in parallel.
+//!
+//! Exact strings come from upstream's `controllers/common_controller.go` (install-path.md §1)
+//! and `resolve/catalog.go` (upstream-operator-controller.md §3.5).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use olm_api::v1::{ClusterExtension, ConditionType};
+use olm_e2e::operator_controller::{
+    BundleSpec, CatalogSpec, Catalogs, ChannelSpec, OperatorController, Options, bundle_name,
+    installed_bundle, message,
+};
+use olm_e2e::registry::Registry;
+use serde_json::json;
+
+use crate::support::{create, create_namespace, delete_namespace, unique_name};
+
+/// A package with bundles at `versions` (each replacing the previous one in channel
+/// `stable`), pushed, listed in a catalog image, served by a catalogd of the test's own.
+pub struct Fixture {
+    pub package: String,
+    pub repo: String,
+    /// Bundle image per version.
+    pub images: BTreeMap<String, String>,
+    pub catalogs: Catalogs,
+    pub catalog: String,
+    pub catalog_repo: String,
+    /// The catalog image reference (`<catalog_repo>:latest`).
+    pub catalog_image: String,
+}
+
+impl Fixture {
+    pub async fn new(registry: &Registry, versions: &[&str]) -> Fixture {
+        let package = unique_name("pkg");
+        let specs: Vec<BundleSpec> = versions
+            .iter()
+            .map(|v| BundleSpec::new(&package, v))
+            .collect();
+        Fixture::with_bundles(registry, &package, &specs, &chain(&package, versions)).await
+    }
+
+    pub async fn with_bundles(
+        registry: &Registry,
+        package: &str,
+        bundles: &[BundleSpec],
+        channel: &[(String, Option<String>)],
+    ) -> Fixture {
+        let channels = vec![ChannelSpec {
+            name: "stable".into(),
+            entries: channel.to_vec(),
+        }];
+        Fixture::with_channels(registry, package, bundles, channels).await
+    }
+
+    /// Bundles pushed, listed in a catalog with `channels` (the first one the default).
+    pub async fn with_channels(
+        registry: &Registry,
+        package: &str,
+        bundles: &[BundleSpec],
+        channels: Vec<ChannelSpec>,
+    ) -> Fixture {
+        Fixture::with_catalog(registry, package, bundles, channels, BTreeMap::new()).await
+    }
+
+    /// As [`Fixture::with_channels`], and the catalog also lists `unpushed` (version → image)
+    /// whose images do not exist.
+    pub async fn with_catalog(
+        registry: &Registry,
+        package: &str,
+        bundles: &[BundleSpec],
+        channels: Vec<ChannelSpec>,
+        unpushed: BTreeMap<String, String>,
+    ) -> Fixture {
+        let repo = unique_name("bundles");
+        let mut images = BTreeMap::new();
+        for spec in bundles {
+            images.insert(spec.version.clone(), spec.push(registry, &repo).await);
+        }
+        let catalog_repo = unique_name("catalog");
+        let mut listed = images.clone();
+        listed.extend(unpushed);
+        let mut spec = catalog_spec(package, &listed, &[]);
+        spec.default_channel = channels[0].name.clone();
+        spec.channels = channels;
+        let image = spec.push(registry, &catalog_repo, "latest").await;
+        let catalogs = Catalogs::start(registry).await;
+        let catalog = catalogs.serve("cat", &image, Some(1)).await;
+        Fixture {
+            package: package.to_owned(),
+            repo,
+            images,
+            catalogs,
+            catalog,
+            catalog_repo,
+            catalog_image: image,
+        }
+    }
+}
+
+/// Channel entries where each version replaces the previous one.
+pub fn chain(package: &str, versions: &[&str]) -> Vec<(String, Option<String>)> {
+    let mut previous: Option<String> = None;
+    versions
+        .iter()
+        .map(|v| {
+            let name = bundle_name(package, v);
+            let entry = (name.clone(), previous.take());
+            previous = Some(name);
+            entry
+        })
+        .collect()
+}
+
+pub fn catalog_spec(
+    package: &str,
+    images: &BTreeMap<String, String>,
+    channel: &[(String, Option<String>)],
+) -> CatalogSpec {
+    CatalogSpec {
+        package: package.to_owned(),
+        default_channel: "stable".into(),
+        channels: vec![ChannelSpec {
+            name: "stable".into(),
+            entries: channel.to_vec(),
+        }],
+        bundles: images
+            .iter()
+            .map(|(v, image)| (bundle_name(package, v), v.clone(), image.clone()))
+            .collect(),
+    }
+}
+
+pub async fn extensions() -> Api<ClusterExtension> {
+    Api::all(olm_e2e::shared().await.client().await)
+}
+
+/// Creates the extension described by `body`.
+pub async fn create_extension(body: serde_json::Value) {
+    let client = olm_e2e::shared().await.client().await;
+    create(&crate::support::cluster_extensions(&client), body)
+        .await
+        .unwrap_or_else(|e| panic!("create ClusterExtension: {e}"));
+}
+
+/// Merge-patches the extension's spec.
+pub async fn patch_spec(api: &Api<ClusterExtension>, name: &str, spec: serde_json::Value) {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": spec})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("patch {name}: {e}"));
+}
+
+/// Deletes the extension and waits until it is gone (its finalizers released).
+pub async fn delete_extension(oc: &OperatorController, api: &Api<ClusterExtension>, name: &str) {
+    let _ = api.delete(name, &DeleteParams::default()).await;
+    oc.eventually(&format!("{name} to be deleted"), || async {
+        matches!(api.get_opt(name).await, Ok(None)).then_some(())
+    })
+    .await;
+}
+
+/// The release index Secrets of an extension, as upstream's e2e steps query them.
+pub async fn release_secrets(oc: &OperatorController, extension: &str) -> Vec<Secret> {
+    let client = olm_e2e::shared().await.client().await;
+    let secrets: Api<Secret> = Api::namespaced(client, &oc.system_namespace);
+    secrets
+        .list(
+            &ListParams::default()
+                .labels(&format!("name={extension},owner=operator-controller"))
+                .fields("type=operatorframework.io/index.v1"),
+        )
+        .await
+        .unwrap()
+        .items
+}
+
+/// (kind, namespace/name) of every object labelled `owner-name=<extension>` of the kinds the
+/// test bundles install.
+pub async fn labelled_objects(client: &kube::Client, extension: &str) -> Vec<(String, String)> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use kube::api::{ApiResource, DynamicObject};
+    let selector = format!("olm.operatorframework.io/owner-name={extension}");
+    let mut out = Vec::new();
+    for resource in [
+        ApiResource::erase::<ConfigMap>(&()),
+        ApiResource::erase::<Deployment>(&()),
+        ApiResource::erase::<ServiceAccount>(&()),
+        ApiResource::erase::<ClusterRole>(&()),
+        ApiResource::erase::<ClusterRoleBinding>(&()),
+        ApiResource::erase::<CustomResourceDefinition>(&()),
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        for o in api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .unwrap()
+            .items
+        {
+            out.push((
+                resource.kind.clone(),
+                format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()),
+            ));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn install_latest_then_uninstall_removes_everything() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let fixture = Fixture::new(&env.registry, &["1.0.0", "1.2.0"]).await;
+    let oc = OperatorController::start(Options::new(&env.registry)).await;
+    let ns = create_namespace(&client, "install").await;
+    let api = extensions().await;
+    let name = unique_name("ext");
+    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
+
+    let installed = oc
+        .wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
+        .await;
+    let image = &fixture.images["1.2.0"];
+    // upstream: `Installed bundle %s successfully`, `Desired state reached`.
+    assert_eq!(
+        message(&installed, ConditionType::Installed),
+        format!("Installed bundle {image} successfully")
+    );
+    let installed = oc
+        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+        .await;
+    assert_eq!(
+        message(&installed, ConditionType::Progressing),
+        "Desired state reached"
+    );
+    assert_eq!(
+        installed_bundle(&installed),
+        Some((bundle_name(&fixture.package, "1.2.0"), "1.2.0".into()))
+    );
+    for (type_, text) in [
+        (ConditionType::Deprecated, "not deprecated"),
+        (ConditionType::PackageDeprecated, "package not deprecated"),
+        (ConditionType::ChannelDeprecated, "channel not deprecated"),
+        (ConditionType::BundleDeprecated, "bundle not deprecated"),
+    ] {
+        assert_eq!(message(&installed, type_), text, "{type_:?}");
+    }
+    let finalizers = installed.finalizers().to_vec();
+    assert!(
+        finalizers.contains(&"olm.operatorframework.io/cleanup-unpack-cache".to_string())
+            && finalizers
+                .contains(&"olm.operatorframework.io/cleanup-contentmanager-cache".to_string()),
+        "{finalizers:?}"
+    );
+
+    // Every object is labelled as the extension's.
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd_name = format!("widgets.{}.e2e.olm.test", fixture.package);
+    let cm = configmaps.get("test-configmap").await.unwrap();
+    let deployment_name = format!("{}-controller", fixture.package);
+    let deployment = deployments.get(&deployment_name).await.unwrap();
+    let crd = crds.get(&crd_name).await.unwrap();
+    for labels in [cm.labels(), deployment.labels(), crd.labels()] {
+        assert_eq!(
+            labels
+                .get("olm.operatorframework.io/owner-kind")
+                .map(String::as_str),
+            Some("ClusterExtension")
+        );
+        assert_eq!(
+            labels.get("olm.operatorframework.io/owner-name"),
+            Some(&name)
+        );
+    }
+    assert_eq!(cm.data.unwrap()["version"], "1.2.0");
+
+    // kwok makes the Deployment available; the extension reports it.
+    oc.wait_condition(
+        &api,
+        &name,
+        ConditionType::Available,
+        "True",
+        "ProbesSucceeded",
+    )
+    .await;
+
+    // Metrics (issue 11 item 9), on the ops listener as catalogd serves them.
+    let metrics = reqwest::get(format!("{}/metrics", oc.health_root))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for family in [
+        "operator_controller_reconciles_total{result=\"success\"}",
+        "operator_controller_reconcile_duration_seconds_bucket",
+        "operator_controller_resolution_duration_seconds_count",
+        "operator_controller_unpack_duration_seconds_count 1",
+        "operator_controller_extensions{installed=\"True\",progressing=\"Succeeded\"} 1",
+        "operator_controller_applied_objects_total",
+    ] {
+        assert!(
+            metrics.contains(family),
+            "{family} missing from:\n{metrics}"
+        );
+    }
+
+    // The release record is where upstream's tools look for it.
+    let records = release_secrets(&oc, &name).await;
+    assert_eq!(records.len(), 1, "one release record");
+    assert_eq!(
+        records[0].labels().get("status").map(String::as_str),
+        Some("deployed")
+    );
+
+    // uninstall.feature: gather every object labelled as the extension's, of every kind the
+    // bundle installs; after the deletion each is gone.
+    let labelled = labelled_objects(&client, &name).await;
+    let kinds: std::collections::BTreeSet<&str> =
+        labelled.iter().map(|(kind, _)| kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ConfigMap",
+            "CustomResourceDefinition",
+            "Deployment",
+            "ServiceAccount"
+        ]
+        .into(),
+        "{labelled:?}"
+    );
+    delete_extension(&oc, &api, &name).await;
+    assert_eq!(labelled_objects(&client, &name).await, Vec::new());
+    assert!(
+        configmaps
+            .get_opt("test-configmap")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        deployments
+            .get_opt(&deployment_name)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(crds.get_opt(&crd_name).await.unwrap().is_none());
+    assert!(release_secrets(&oc, &name).await.is_empty());
+    delete_namespace(&client, &ns).await;
+}

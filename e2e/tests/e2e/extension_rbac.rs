@@ -1,0 +1,108 @@
+//! operator-controller with exactly the permissions of `config/rbac/operator-controller`, as
+//! its ServiceAccount (as catalogd's RBAC test does for catalogd).
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::api::{Api, DeleteParams, PostParams};
+use olm_api::v1::ConditionType;
+use olm_e2e::operator_controller::{OperatorController, Options};
+
+use crate::extension_install::{Fixture, create_extension, delete_extension, extensions};
+use crate::support::{create_namespace, delete_namespace, unique_name};
+
+/// The manifests in `config/rbac/operator-controller`, moved into `namespace` and renamed with
+/// `suffix` so parallel runs do not collide.
+fn rbac(namespace: &str, suffix: &str) -> Vec<serde_json::Value> {
+    let dir = olm_e2e::repo_root().join("config/rbac/operator-controller");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)
+                .unwrap()
+                .replace("olmv1-system", namespace)
+                .replace(
+                    "operator-controller-manager-rolebinding",
+                    &format!("operator-controller-manager-rolebinding-{suffix}"),
+                );
+            serde_saphyr::from_str::<serde_json::Value>(&text).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn operator_controller_works_with_only_the_permissions_its_rbac_manifests_grant() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let system = create_namespace(&client, "oc-rbac").await;
+    let suffix = system.rsplit('-').next().unwrap().to_string();
+    let pp = PostParams::default();
+    for object in rbac(&system, &suffix) {
+        match object["kind"].as_str().unwrap() {
+            "ServiceAccount" => drop(
+                Api::<ServiceAccount>::namespaced(client.clone(), &system)
+                    .create(&pp, &serde_json::from_value(object).unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            "ClusterRoleBinding" => drop(
+                Api::<ClusterRoleBinding>::all(client.clone())
+                    .create(&pp, &serde_json::from_value(object).unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            other => panic!("unexpected kind {other} in config/rbac/operator-controller"),
+        }
+    }
+    let token = env
+        .control_plane
+        .service_account_token(&system, "operator-controller-controller-manager")
+        .await
+        .unwrap();
+    let kubeconfig = env
+        .control_plane
+        .write_kubeconfig(
+            &format!("{system}.kubeconfig"),
+            &olm_e2e::control_plane::kubeconfig::Credential::Token(token),
+        )
+        .unwrap();
+
+    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
+    let mut options = Options::new(&env.registry);
+    options.system_namespace = system.clone();
+    options.kubeconfig = Some(kubeconfig);
+    options.args.push("--leader-elect".into());
+    let oc = OperatorController::start(options).await;
+    let ns = create_namespace(&client, "rbac-install").await;
+    let api = extensions().await;
+    let name = unique_name("ext");
+    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
+    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
+        .await;
+    oc.wait_condition(
+        &api,
+        &name,
+        ConditionType::Available,
+        "True",
+        "ProbesSucceeded",
+    )
+    .await;
+    delete_extension(&oc, &api, &name).await;
+    assert!(
+        !oc.log_tail().contains("forbidden"),
+        "RBAC denial in the log:\n{}",
+        oc.log_tail()
+    );
+    delete_namespace(&client, &ns).await;
+    delete_namespace(&client, &system).await;
+    let _ = Api::<ClusterRoleBinding>::all(client)
+        .delete(
+            &format!("operator-controller-manager-rolebinding-{suffix}"),
+            &DeleteParams::default(),
+        )
+        .await;
+}

@@ -1,0 +1,397 @@
+//! `operator-controller run`: the in-cluster mode. Watches ClusterExtensions and installs,
+//! upgrades, repairs and removes what they declare; watches ClusterCatalogs to re-queue the
+//! extensions a catalog change concerns; on the elected leader only.
+//!
+//! Input: [`Args`] (flags, upstream's names where upstream has the flag) or [`RunOptions`]
+//! (tests run the controller in-process through [`run`]). Output: runs until the shutdown token
+//! is cancelled (SIGINT/SIGTERM for the binary). Network: the Kubernetes API, catalogd, image
+//! registries, and the health and metrics listeners.
+//!
+//! Seams for later issues: the certificate provider is chosen in [`RunOptions::cert_provider`]
+//! (issue 12 adds the built-in provider and auto-detection there); OpenShift mode (issue 13)
+//! adds its own options to [`RunOptions`] and its finding to the reconcile's status
+//! computation (`controller::reconcile`).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Controller, watcher};
+use olm_api::regular_file::read_regular;
+use olm_api::v1::ClusterExtension;
+use olm_image::{Puller, PullerConfig};
+use olm_runtime::exit::Exit;
+use olm_runtime::flags::OptionalListenAddress;
+use olm_runtime::leader::{Leadership, Timing};
+use olm_runtime::logging::LogFormat;
+use olm_runtime::pull_secret::SecretRef;
+use olm_runtime::server::{ServeOptions, ServerError, ServerLimits, bind};
+use olm_runtime::shutdown::CancellationToken;
+use tokio::sync::mpsc;
+
+use crate::apply::{Applier, DriftWatches};
+use crate::bundle_source::bundle_image_limits;
+use crate::catalog_source::http::{CatalogdClient, ClientOptions};
+use crate::cmd::render::CertProviderArg;
+use crate::controller::catalogs;
+use crate::controller::metrics::Metrics;
+use crate::controller::reconcile::{Context, Settings, error_policy, reconcile};
+use olm_operator_core::render::CertProvider;
+
+/// Lease name of operator-controller's leader election (upstream's).
+pub const LEADER_ELECTION_ID: &str = "9c4404e7.operatorframework.io";
+/// The largest CA file read from a CA directory.
+const MAX_CA_FILE_BYTES: u64 = 1 << 20;
+
+/// Arguments of `operator-controller run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Kubeconfig to use instead of the in-cluster configuration or $KUBECONFIG.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Address serving /metrics (and /healthz, /readyz); `0` disables it.
+    #[arg(long, value_name = "ADDR", default_value = ":8443", value_parser = olm_runtime::flags::optional_listen_address)]
+    pub metrics_bind_address: OptionalListenAddress,
+    /// Address serving /healthz and /readyz (and /metrics); `0` disables it.
+    #[arg(long, value_name = "ADDR", default_value = ":8081", value_parser = olm_runtime::flags::optional_listen_address)]
+    pub health_probe_bind_address: OptionalListenAddress,
+    /// Elect a leader among replicas through a Lease; only the leader reconciles.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The namespace of release Secrets and of the leader Lease.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "POD_NAMESPACE",
+        default_value = "olmv1-system"
+    )]
+    pub system_namespace: String,
+    /// This replica's name in the leader Lease (a random suffix is added); defaults to the host name.
+    #[arg(long, value_name = "NAME", env = "POD_NAME", hide = true)]
+    pub pod_name: Option<String>,
+    /// Directory of PEM files with the CA certificates of catalogd's HTTPS server.
+    #[arg(long, value_name = "DIR")]
+    pub catalogd_cas_dir: Option<PathBuf>,
+    /// Directory of PEM files with extra CA certificates trusted for registries.
+    #[arg(long, value_name = "DIR")]
+    pub pull_cas_dir: Option<PathBuf>,
+    /// Registry credentials for every bundle image: a dockerconfigjson Secret `NAMESPACE/NAME`.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub global_pull_secret: Option<SecretRef>,
+    /// Directory for unpacked bundle images (kept across restarts).
+    #[arg(long, value_name = "DIR", default_value = "/var/cache")]
+    pub cache_path: PathBuf,
+    /// Registries (`host:port` as written in image references) spoken to over plain HTTP.
+    #[arg(long, value_name = "HOST:PORT", value_delimiter = ',')]
+    pub insecure_registries: Vec<String>,
+    /// Who provisions webhook certificates of installed bundles.
+    #[arg(long, value_enum, value_name = "PROVIDER", default_value = "none")]
+    pub cert_provider: CertProviderArg,
+    /// When a CRD upgrade is unsafe by the rules, allow it if no stored custom resource
+    /// violates the new schema (a warning goes into the status).
+    #[arg(long)]
+    pub crd_upgrade_safety_data_aware: bool,
+    /// Bound of single API calls (Go duration syntax).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = olm_runtime::flags::duration, hide = true)]
+    pub api_call_timeout: Duration,
+    /// Manage only ClusterExtensions matching this label selector (for sharding and tests).
+    #[arg(long, value_name = "SELECTOR", hide = true)]
+    pub extension_label_selector: Option<String>,
+    /// Log format.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    #[command(flatten)]
+    pub limits: ServerLimits,
+}
+
+/// Settings of `operator-controller run`.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub kubeconfig: Option<PathBuf>,
+    pub metrics_addr: Option<SocketAddr>,
+    pub health_addr: Option<SocketAddr>,
+    pub leader_elect: bool,
+    pub system_namespace: String,
+    pub identity: String,
+    pub catalogd_cas_dir: Option<PathBuf>,
+    pub pull_cas_dir: Option<PathBuf>,
+    pub global_pull_secret: Option<SecretRef>,
+    pub cache_dir: PathBuf,
+    pub insecure_registries: Vec<String>,
+    /// The certificate provider for bundles with webhooks (issue 12 adds auto-detection).
+    pub cert_provider: CertProvider,
+    pub data_aware_crd_upgrade_safety: bool,
+    pub call_timeout: Duration,
+    pub limits: ServerLimits,
+    /// Only ClusterExtensions matching this label selector are managed.
+    pub label_selector: Option<String>,
+}
+
+impl RunOptions {
+    /// The options the flags describe.
+    pub fn from_args(args: Args) -> RunOptions {
+        RunOptions {
+            kubeconfig: args.kubeconfig,
+            metrics_addr: args.metrics_bind_address.0,
+            health_addr: args.health_probe_bind_address.0,
+            leader_elect: args.leader_elect,
+            system_namespace: args.system_namespace,
+            identity: olm_runtime::leader::identity(
+                args.pod_name.as_deref(),
+                "operator-controller",
+            ),
+            catalogd_cas_dir: args.catalogd_cas_dir,
+            pull_cas_dir: args.pull_cas_dir,
+            global_pull_secret: args.global_pull_secret,
+            cache_dir: args.cache_path,
+            insecure_registries: args.insecure_registries,
+            cert_provider: args.cert_provider.into(),
+            data_aware_crd_upgrade_safety: args.crd_upgrade_safety_data_aware,
+            call_timeout: args.api_call_timeout,
+            limits: args.limits,
+            label_selector: args.extension_label_selector,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Client(#[from] olm_runtime::client::ClientError),
+    #[error("failed to read CA certificates from {path}: {source}")]
+    Cas {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read CA certificates: {0}")]
+    CaFile(#[from] olm_api::regular_file::FileError),
+    #[error("failed to create the image puller: {0}")]
+    Puller(#[from] olm_image::ConnectionError),
+    #[error(transparent)]
+    Catalogd(#[from] crate::catalog_source::http::ClientError),
+    #[error(transparent)]
+    Server(#[from] ServerError),
+}
+
+impl RunError {
+    /// Files named by flags that cannot be used are invalid input; the rest are runtime failures.
+    pub fn exit(&self) -> Exit {
+        match self {
+            RunError::Client(olm_runtime::client::ClientError::Read(_))
+            | RunError::Client(olm_runtime::client::ClientError::Parse { .. })
+            | RunError::Cas { .. }
+            | RunError::CaFile(_)
+            | RunError::Catalogd(_) => Exit::Invalid,
+            _ => Exit::Failed,
+        }
+    }
+}
+
+/// `operator-controller run` from its flags: sets up logging and a runtime, runs until
+/// SIGINT/SIGTERM.
+pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
+    olm_runtime::logging::init(args.log_format);
+    let opts = RunOptions::from_args(args);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "error: failed to start the runtime: {e}");
+            return Exit::Failed;
+        }
+    };
+    let result = runtime.block_on(async { run(opts, olm_runtime::shutdown::on_signal()).await });
+    match result {
+        Ok(()) => Exit::Ok,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            e.exit()
+        }
+    }
+}
+
+/// Every PEM file in a directory, concatenated in name order (each a bounded regular file).
+fn read_cas(dir: &Path) -> Result<Vec<u8>, RunError> {
+    let err = |source| RunError::Cas {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(err)?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    let mut bundle = Vec::new();
+    for path in entries.into_iter().filter(|p| p.is_file()) {
+        bundle.extend_from_slice(&read_regular(&path, MAX_CA_FILE_BYTES)?);
+        bundle.push(b'\n');
+    }
+    Ok(bundle)
+}
+
+/// Runs until `shutdown` is cancelled.
+pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), RunError> {
+    let client = olm_runtime::client::client(opts.kubeconfig.as_deref()).await?;
+    let mut puller_config = PullerConfig::new(opts.cache_dir.join("bundles"));
+    puller_config.insecure_registries = opts.insecure_registries.clone();
+    puller_config.limits = bundle_image_limits();
+    if let Some(dir) = &opts.pull_cas_dir {
+        puller_config.extra_ca_pem = Some(read_cas(dir)?);
+    }
+    let puller = Arc::new(Puller::new(puller_config.clone())?);
+    let mut catalogd_options = ClientOptions::default();
+    if let Some(dir) = &opts.catalogd_cas_dir {
+        catalogd_options.extra_ca_pem = Some(read_cas(dir)?);
+    }
+    let catalogd = Arc::new(CatalogdClient::new(catalogd_options)?);
+    let metrics = Metrics::new();
+
+    let stop_work = shutdown.child_token();
+    let leadership = if opts.leader_elect {
+        Leadership::elect(
+            client.clone(),
+            &opts.system_namespace,
+            LEADER_ELECTION_ID,
+            &opts.identity,
+            Timing::default(),
+            stop_work.clone(),
+        )
+    } else {
+        Leadership::always()
+    };
+
+    let (drift, mut drift_events) = DriftWatches::new(client.clone(), 1024);
+    let settings = Settings {
+        system_namespace: opts.system_namespace.clone(),
+        cert_provider: opts.cert_provider,
+        data_aware_crd_upgrade_safety: opts.data_aware_crd_upgrade_safety,
+        call_timeout: opts.call_timeout,
+    };
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        settings,
+        Applier::new(client.clone()),
+        drift,
+        catalogd.clone(),
+        puller,
+        leadership.receiver(),
+        metrics.clone(),
+    ));
+
+    let ready = Arc::new(AtomicBool::new(false));
+    let stop_servers = CancellationToken::new();
+    let mut servers = Vec::new();
+    let mut ops_addrs: Vec<SocketAddr> = opts.metrics_addr.into_iter().collect();
+    if let Some(health) = opts.health_addr
+        && Some(health) != opts.metrics_addr
+    {
+        ops_addrs.push(health);
+    }
+    for addr in ops_addrs {
+        let bound = bind(addr)?;
+        tracing::info!(addr = %bound.addr, "health and metrics server listening");
+        let options = ServeOptions {
+            limits: opts.limits,
+            ..ServeOptions::default()
+        };
+        servers.push(tokio::spawn(bound.serve_with(
+            olm_runtime::ops::router(metrics.registry(), ready.clone()),
+            options,
+            stop_servers.clone().cancelled_owned(),
+        )));
+    }
+
+    // Re-queues from drift events and catalog changes share one channel into the controller.
+    let (requeue, requeue_rx) = mpsc::channel::<ObjectRef<ClusterExtension>>(1024);
+    let api: Api<ClusterExtension> = Api::all(client.clone());
+    let mut watch_config = watcher::Config::default();
+    if let Some(selector) = &opts.label_selector {
+        watch_config = watch_config.labels(selector);
+    }
+    let controller = Controller::new(api, watch_config);
+    let store = controller.store();
+    let mut background = Vec::new();
+    {
+        let requeue = requeue.clone();
+        let stop = stop_work.clone();
+        background.push(tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    event = drift_events.recv() => event,
+                };
+                let Some(event) = event else { return };
+                tracing::debug!(extension = %event.extension, object = %event.object, change = ?event.change, "drift");
+                if requeue
+                    .send(ObjectRef::new(&event.extension))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }));
+    }
+    background.push(tokio::spawn(catalogs::watch(
+        client.clone(),
+        catalogd,
+        store,
+        requeue,
+        stop_work.clone(),
+    )));
+    if let Some(secret) = opts.global_pull_secret.clone() {
+        let (ctx, base) = (ctx.clone(), puller_config.clone());
+        background.push(tokio::spawn(olm_runtime::pull_secret::watch(
+            client.clone(),
+            secret,
+            stop_work.clone(),
+            move |auth| {
+                let mut config = base.clone();
+                config.auth = auth;
+                match Puller::new(config) {
+                    Ok(p) => ctx.set_puller(Arc::new(p)),
+                    Err(e) => tracing::warn!(error = %e, "failed to rebuild the image puller"),
+                }
+            },
+        )));
+    }
+
+    let requeues = futures::stream::unfold(requeue_rx, |mut rx| async move {
+        rx.recv().await.map(|r| (r, rx))
+    });
+    let controller = controller
+        .reconcile_all_on(leadership.changes())
+        .reconcile_on(requeues)
+        .graceful_shutdown_on(stop_work.clone().cancelled_owned())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        });
+    let controller = tokio::spawn(controller);
+    ready.store(true, Ordering::Release);
+
+    shutdown.cancelled().await;
+    tracing::info!("shutting down");
+    ready.store(false, Ordering::Release);
+    let _ = controller.await;
+    for task in background {
+        let _ = task.await;
+    }
+    leadership.stopped().await;
+    stop_servers.cancel();
+    for server in servers {
+        if let Ok(Err(e)) = server.await {
+            tracing::warn!(error = %e, "server stopped with an error");
+        }
+    }
+    Ok(())
+}

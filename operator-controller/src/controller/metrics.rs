@@ -1,0 +1,300 @@
+//! Prometheus metrics of the ClusterExtension controller.
+//!
+//! Input: observations from the reconcile. Output: the text exposition served at `/metrics`
+//! (beside `/healthz` and `/readyz`, as catalogd serves them). No IO of its own.
+//!
+//! | metric | type | labels | what |
+//! |---|---|---|---|
+//! | `operator_controller_reconcile_duration_seconds` | histogram | `result` | one reconcile, from read to status write |
+//! | `operator_controller_reconciles_total` | counter | `result` (`success`, `error`, `terminal`) | reconciles by outcome |
+//! | `operator_controller_resolution_duration_seconds` | histogram | – | fetching catalog content (cached by revision) and resolving |
+//! | `operator_controller_unpack_duration_seconds` | histogram | – | pulling and unpacking a bundle image that was not cached |
+//! | `operator_controller_extensions` | gauge | `installed`, `progressing` (condition status and reason) | extensions by state |
+//! | `operator_controller_applied_objects_total` | counter | `change` (`changed`, `unchanged`) | objects written by applies |
+//! | `operator_controller_pruned_objects_total` | counter | – | objects deleted because an upgrade dropped them |
+//! | `operator_controller_managed_objects` | gauge | – | objects of every extension's last apply |
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+const RECONCILE_BUCKETS: [f64; 12] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+const STEP_BUCKETS: [f64; 11] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0,
+];
+const UNPACK_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    installed: String,
+    progressing: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChangeLabel {
+    change: String,
+}
+
+/// An extension's state as the gauge counts it: `Installed` status, `Progressing` reason.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct ExtensionState {
+    pub installed: String,
+    pub progressing: String,
+}
+
+/// Every metric of the controller. Cheap to clone.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Arc<Registry>,
+    reconcile_duration: Family<ResultLabel, Histogram>,
+    reconciles: Family<ResultLabel, Counter>,
+    resolution_duration: Histogram,
+    unpack_duration: Histogram,
+    extensions: Family<StateLabels, Gauge>,
+    applied: Family<ChangeLabel, Counter>,
+    pruned: Counter,
+    managed: Gauge,
+    /// Per extension: its state and how many objects its last apply wrote.
+    known: Mutex<HashMap<String, (Option<ExtensionState>, usize)>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let reconcile_duration = Family::<ResultLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(RECONCILE_BUCKETS.iter().copied())
+        });
+        registry.register(
+            "operator_controller_reconcile_duration_seconds",
+            "Time of one ClusterExtension reconcile, by result",
+            reconcile_duration.clone(),
+        );
+        let reconciles = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "operator_controller_reconciles",
+            "ClusterExtension reconciles by result (success, error, terminal)",
+            reconciles.clone(),
+        );
+        let resolution_duration = Histogram::new(STEP_BUCKETS.iter().copied());
+        registry.register(
+            "operator_controller_resolution_duration_seconds",
+            "Time to fetch catalog content and resolve a bundle",
+            resolution_duration.clone(),
+        );
+        let unpack_duration = Histogram::new(UNPACK_BUCKETS.iter().copied());
+        registry.register(
+            "operator_controller_unpack_duration_seconds",
+            "Time to pull and unpack a bundle image that was not cached",
+            unpack_duration.clone(),
+        );
+        let extensions = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "operator_controller_extensions",
+            "ClusterExtensions by Installed status and Progressing reason",
+            extensions.clone(),
+        );
+        let applied = Family::<ChangeLabel, Counter>::default();
+        registry.register(
+            "operator_controller_applied_objects",
+            "Objects written by applies, by whether the write changed them",
+            applied.clone(),
+        );
+        let pruned = Counter::default();
+        registry.register(
+            "operator_controller_pruned_objects",
+            "Objects deleted because an upgrade dropped them",
+            pruned.clone(),
+        );
+        let managed = Gauge::default();
+        registry.register(
+            "operator_controller_managed_objects",
+            "Objects of every ClusterExtension's last apply",
+            managed.clone(),
+        );
+        Metrics {
+            inner: Arc::new(Inner {
+                registry: Arc::new(registry),
+                reconcile_duration,
+                reconciles,
+                resolution_duration,
+                unpack_duration,
+                extensions,
+                applied,
+                pruned,
+                managed,
+                known: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The registry every metric is registered in, for the `/metrics` endpoint.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.inner.registry.clone()
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        olm_runtime::ops::encode(&self.inner.registry)
+    }
+
+    pub fn observe_reconcile(&self, result: &str, seconds: f64) {
+        let label = ResultLabel {
+            result: result.to_owned(),
+        };
+        self.inner
+            .reconcile_duration
+            .get_or_create(&label)
+            .observe(seconds);
+        self.inner.reconciles.get_or_create(&label).inc();
+    }
+
+    pub fn observe_resolution(&self, seconds: f64) {
+        self.inner.resolution_duration.observe(seconds);
+    }
+
+    pub fn observe_unpack(&self, seconds: f64) {
+        self.inner.unpack_duration.observe(seconds);
+    }
+
+    /// Records an apply: how many objects it wrote that changed and that did not, how many it
+    /// pruned; the extension's managed object count becomes `changed + unchanged`.
+    pub fn observe_apply(&self, extension: &str, changed: usize, unchanged: usize, pruned: usize) {
+        let inc = |change: &str, n: usize| {
+            self.inner
+                .applied
+                .get_or_create(&ChangeLabel {
+                    change: change.to_owned(),
+                })
+                .inc_by(n as u64);
+        };
+        inc("changed", changed);
+        inc("unchanged", unchanged);
+        self.inner.pruned.inc_by(pruned as u64);
+        self.update(extension, |entry| entry.1 = changed + unchanged);
+    }
+
+    /// Records an extension's state after a reconcile (`None`: no condition yet).
+    pub fn set_state(&self, extension: &str, state: Option<ExtensionState>) {
+        self.update(extension, |entry| entry.0 = state);
+    }
+
+    /// Forgets a deleted extension.
+    pub fn forget(&self, extension: &str) {
+        let mut known = self.lock();
+        known.remove(extension);
+        self.publish(&known);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Option<ExtensionState>, usize)>> {
+        self.inner
+            .known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn update(&self, extension: &str, edit: impl FnOnce(&mut (Option<ExtensionState>, usize))) {
+        let mut known = self.lock();
+        edit(known.entry(extension.to_owned()).or_default());
+        self.publish(&known);
+    }
+
+    /// Recomputes the gauges from the per-extension table (so a state that no extension is in
+    /// any more reads 0).
+    fn publish(&self, known: &HashMap<String, (Option<ExtensionState>, usize)>) {
+        let mut counts: HashMap<StateLabels, i64> = HashMap::new();
+        for (state, _) in known.values() {
+            if let Some(state) = state {
+                *counts
+                    .entry(StateLabels {
+                        installed: state.installed.clone(),
+                        progressing: state.progressing.clone(),
+                    })
+                    .or_default() += 1;
+            }
+        }
+        self.inner.extensions.clear();
+        for (labels, n) in counts {
+            self.inner.extensions.get_or_create(&labels).set(n);
+        }
+        let managed: usize = known.values().map(|(_, n)| n).sum();
+        self.inner
+            .managed
+            .set(i64::try_from(managed).unwrap_or(i64::MAX));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(installed: &str, progressing: &str) -> Option<ExtensionState> {
+        Some(ExtensionState {
+            installed: installed.into(),
+            progressing: progressing.into(),
+        })
+    }
+
+    #[test]
+    fn the_exposition_counts_extensions_by_state_and_objects() {
+        let m = Metrics::new();
+        m.observe_reconcile("success", 0.2);
+        m.observe_resolution(0.003);
+        m.observe_unpack(1.0);
+        m.set_state("a", state("True", "Succeeded"));
+        m.set_state("b", state("True", "Succeeded"));
+        m.set_state("c", state("False", "Retrying"));
+        m.observe_apply("a", 2, 3, 1);
+        m.observe_apply("b", 0, 4, 0);
+        let text = m.encode();
+        for line in [
+            "operator_controller_reconciles_total{result=\"success\"} 1",
+            "operator_controller_extensions{installed=\"True\",progressing=\"Succeeded\"} 2",
+            "operator_controller_extensions{installed=\"False\",progressing=\"Retrying\"} 1",
+            "operator_controller_applied_objects_total{change=\"changed\"} 2",
+            "operator_controller_applied_objects_total{change=\"unchanged\"} 7",
+            "operator_controller_pruned_objects_total 1",
+            "operator_controller_managed_objects 9",
+            "operator_controller_resolution_duration_seconds_count 1",
+            "operator_controller_unpack_duration_seconds_count 1",
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+        m.set_state("c", state("True", "Succeeded"));
+        m.forget("a");
+        let text = m.encode();
+        assert!(
+            text.contains(
+                "operator_controller_extensions{installed=\"True\",progressing=\"Succeeded\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("progressing=\"Retrying\""), "{text}");
+        assert!(
+            text.contains("operator_controller_managed_objects 4"),
+            "{text}"
+        );
+    }
+}

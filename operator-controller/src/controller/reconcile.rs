@@ -1,0 +1,863 @@
+//! One ClusterExtension reconcile: the pipeline, then one status write.
+//!
+//! Input: a ClusterExtension from the watch cache and the shared [`Context`]. Output: an
+//! [`Action`] (when to look again) or a [`ReconcileError`] for the error policy. Network: the
+//! Kubernetes API, catalogd, image registries.
+//!
+//! | step | what | on failure |
+//! |---|---|---|
+//! | leadership | only the leader reconciles (every write is the leader's) | – |
+//! | deletion | uninstall: the release's objects in reverse order, the release Secrets, the bundle cache, then the finalizers | retried; nothing else happens |
+//! | finalizers | upstream's two names ([`super::FINALIZERS`]) | retried |
+//! | validate | `spec.source.catalog` is set | terminal `InvalidConfiguration` |
+//! | installed state | release history from the Secrets; a record left `pending-*` by a stopped writer is marked `failed` | `Installed` Unknown, `Progressing` `retrying to get installed bundle` |
+//! | catalogs | every ClusterCatalog ([`super::catalogs`]) | `Retrying` |
+//! | resolve | the resolver over the package content of the selected catalogs | §3.6 fallback ([`fallback::on_resolution_failure`]): keep the installed release applied, or report `Retrying` |
+//! | pull, parse, render | bundle image (cached by digest per extension), registry+v1 parse, upstream's renderer | wrapped `error for resolved bundle …`; configuration errors terminal |
+//! | release state | Helm's chart and manifest, compared with the last record | – |
+//! | preflight | CRD upgrade safety, only when installing or upgrading | `Retrying` with the composed message; the old release stays installed |
+//! | apply | record `pending-*` → apply → record `deployed` (previous `superseded`); unchanged: apply again (drift repair) | record `failed`; `Retrying` |
+//! | availability | `Available` from the Deployments applied | – |
+//! | status | [`next_status`], written only when it changed | the error is logged; retried |
+//!
+//! The status decisions are `olm_operator_core::status`; the pipeline only collects what it
+//! found into a [`Findings`]. A later step (OpenShift gating, issue 13) can add its own
+//! finding before the status is computed, in [`reconcile_extension`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use olm_api::condition_error::ConditionError;
+use olm_api::v1::{
+    BundleMetadata, CatalogFilter, ClusterExtension, ConditionReason, ConditionStatus,
+    ConditionType, find_condition,
+};
+use olm_image::Puller;
+use olm_operator_core::apply_plan::{Identity, ObjectRef, Owner};
+use olm_operator_core::bundle;
+use olm_operator_core::release::history::{self, ReleaseState};
+use olm_operator_core::release::manifest::manifest_objects;
+use olm_operator_core::release::render::{ChartObject, PostRenderContext, render_release};
+use olm_operator_core::release::secrets::cluster_extension_owner_reference;
+use olm_operator_core::release::{Release, Status as ReleaseStatus};
+use olm_operator_core::render::{self, CertProvider, RenderOptions};
+use olm_operator_core::resolve::{
+    CatalogSelector, ConditionValue, InstalledBundle, Resolution, Resolver, deprecation_conditions,
+};
+use olm_operator_core::status::fallback::{self, CatalogsMatching, Fallback};
+use olm_operator_core::status::{
+    Available, Installed, Outcome, Progress, RETRYING_INSTALLED_STATE, next_status,
+};
+use olm_runtime::backoff::Backoff;
+use olm_runtime::status::StatusWriter;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::catalogs::{self, catalog_info};
+use super::error::{
+    BundleFailure, BundleStepError, CatalogListError, InstalledStateError, PublishError,
+    UninstallError, ValidationError,
+};
+use super::metrics::{ExtensionState, Metrics};
+use super::preflight::{PreflightRequest, crd_upgrade_safety};
+use crate::apply::{Applier, ApplyRequest, DriftWatches, UninstallRequest};
+use crate::bundle_source::{ReadLimits, pull_bundle};
+use crate::catalog_source::http::CatalogdClient;
+use crate::storage::{ReleaseStore, scopes::discover_scopes};
+
+pub use super::error::ReconcileError;
+
+/// Retryable failures back off from 1 s, doubling, to at most 5 minutes (with jitter).
+const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+const BACKOFF_CAP: Duration = Duration::from_secs(300);
+/// While the Deployments are not yet available, look again after this long (their status
+/// changes also arrive through the drift watches; this is the safety net).
+const AVAILABILITY_RECHECK: Duration = Duration::from_secs(30);
+
+/// Settings of the controller that do not change while it runs.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Where release Secrets live (`olmv1-system`).
+    pub system_namespace: String,
+    pub cert_provider: CertProvider,
+    /// Run the data-aware step of the CRD upgrade-safety preflight (issue 17).
+    pub data_aware_crd_upgrade_safety: bool,
+    /// Bound of single API calls made by the reconcile itself.
+    pub call_timeout: Duration,
+}
+
+/// Everything a reconcile needs; shared by all reconciles.
+pub struct Context {
+    pub client: kube::Client,
+    pub settings: Settings,
+    pub store: ReleaseStore,
+    pub applier: Applier,
+    pub drift: DriftWatches,
+    pub catalogd: Arc<CatalogdClient>,
+    puller: RwLock<Arc<Puller>>,
+    leader: watch::Receiver<bool>,
+    pub metrics: Metrics,
+    backoff: Backoff,
+}
+
+impl Context {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        client: kube::Client,
+        settings: Settings,
+        applier: Applier,
+        drift: DriftWatches,
+        catalogd: Arc<CatalogdClient>,
+        puller: Arc<Puller>,
+        leader: watch::Receiver<bool>,
+        metrics: Metrics,
+    ) -> Context {
+        let mut store = ReleaseStore::new(client.clone(), &settings.system_namespace);
+        store.timeout = settings.call_timeout;
+        Context {
+            client,
+            settings,
+            store,
+            applier,
+            drift,
+            catalogd,
+            puller: RwLock::new(puller),
+            leader,
+            metrics,
+            backoff: Backoff::new(BACKOFF_INITIAL, BACKOFF_CAP),
+        }
+    }
+
+    pub fn puller(&self) -> Arc<Puller> {
+        self.puller
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the puller (the global pull secret changed).
+    pub fn set_puller(&self, puller: Arc<Puller>) {
+        *self.puller.write().unwrap_or_else(|p| p.into_inner()) = puller;
+    }
+
+    fn leading(&self) -> bool {
+        *self.leader.borrow()
+    }
+}
+
+/// Reconciles one ClusterExtension.
+pub async fn reconcile(
+    extension: Arc<ClusterExtension>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    if !ctx.leading() {
+        // A change of leadership re-examines every extension.
+        return Ok(Action::await_change());
+    }
+    let started = Instant::now();
+    let result = reconcile_extension(&extension, &ctx).await;
+    let label = match &result {
+        Ok(_) => "success",
+        Err(e) if e.is_terminal() => "terminal",
+        Err(_) => "error",
+    };
+    ctx.metrics
+        .observe_reconcile(label, started.elapsed().as_secs_f64());
+    if result.is_ok() {
+        ctx.backoff.reset(&extension.name_any());
+    }
+    result
+}
+
+/// After a failure: terminal errors wait for a change of the extension; the others retry with
+/// per-extension capped exponential backoff (1 s doubling to 5 minutes, with jitter).
+pub fn error_policy(
+    extension: Arc<ClusterExtension>,
+    error: &ReconcileError,
+    ctx: Arc<Context>,
+) -> Action {
+    let name = extension.name_any();
+    if error.is_conflict() {
+        tracing::debug!(extension = %name, error = %error, "extension changed while reconciling; retrying with the new version");
+    } else {
+        tracing::info!(extension = %name, error = %error, "reconcile failed");
+    }
+    if error.is_terminal() {
+        return Action::await_change();
+    }
+    Action::requeue(ctx.backoff.failed(&name))
+}
+
+/// What the pipeline found, for the status.
+struct Findings {
+    installed: Installed,
+    deprecation: Option<[ConditionValue; 4]>,
+    available: Available,
+    notes: Vec<String>,
+}
+
+impl Findings {
+    fn new() -> Findings {
+        Findings {
+            installed: Installed::Nothing,
+            deprecation: None,
+            available: Available::Keep,
+            notes: Vec::new(),
+        }
+    }
+}
+
+async fn reconcile_extension(
+    extension: &ClusterExtension,
+    ctx: &Context,
+) -> Result<Action, ReconcileError> {
+    let api: Api<ClusterExtension> = Api::all(ctx.client.clone());
+    if extension.metadata.deletion_timestamp.is_some() {
+        return finalize(&api, extension, ctx).await;
+    }
+    tracing::debug!(extension = %extension.name_any(), "reconciling");
+    let current = add_finalizers(&api, extension).await?;
+
+    let mut findings = Findings::new();
+    let result = pipeline(&current, ctx, &mut findings).await;
+
+    let progress = match &result {
+        Ok(()) => Progress::Reached {
+            notes: std::mem::take(&mut findings.notes),
+        },
+        Err(ReconcileError::InstalledState(_)) => Progress::Failed {
+            reason: ConditionReason::Retrying,
+            message: RETRYING_INSTALLED_STATE.to_owned(),
+        },
+        Err(e) => Progress::Failed {
+            reason: e.reason(),
+            message: e.condition_message(),
+        },
+    };
+    let outcome = Outcome {
+        installed: findings.installed,
+        progress,
+        deprecation: findings.deprecation,
+        available: findings.available,
+    };
+    let status = next_status(
+        current.status.as_ref(),
+        current.metadata.generation,
+        &outcome,
+        now(),
+    );
+    StatusWriter::new(api)
+        .write(&current, current.status.as_ref(), &status)
+        .await
+        .map_err(PublishError::from)?;
+    ctx.metrics
+        .set_state(&current.name_any(), Some(extension_state(&status)));
+    result?;
+    let available = find_condition(&status.conditions, ConditionType::Available)
+        .is_none_or(|c| c.status == ConditionStatus::True);
+    Ok(if available {
+        Action::await_change()
+    } else {
+        Action::requeue(AVAILABILITY_RECHECK)
+    })
+}
+
+fn extension_state(status: &olm_api::v1::ClusterExtensionStatus) -> ExtensionState {
+    let get = |t, f: fn(&olm_api::v1::Condition) -> String| {
+        find_condition(&status.conditions, t)
+            .map(f)
+            .unwrap_or_default()
+    };
+    ExtensionState {
+        installed: get(ConditionType::Installed, |c| c.status.as_str().to_owned()),
+        progressing: get(ConditionType::Progressing, |c| c.reason.clone()),
+    }
+}
+
+/// The steps between the finalizers and the status (see the module table).
+async fn pipeline(
+    extension: &ClusterExtension,
+    ctx: &Context,
+    findings: &mut Findings,
+) -> Result<(), ReconcileError> {
+    let name = extension.name_any();
+    // Validate.
+    let filter = extension
+        .spec
+        .source
+        .catalog
+        .as_ref()
+        .ok_or(ValidationError::NoCatalogSource)?;
+
+    // Installed state.
+    let mut releases = match ctx.store.history(&name).await {
+        Ok(history) => history.releases(),
+        Err(e) => {
+            findings.installed = Installed::Unknown {
+                message: e.to_string(),
+            };
+            return Err(InstalledStateError(e).into());
+        }
+    };
+    let owner_ref = cluster_extension_owner_reference(&name, &uid(extension));
+    if let Some(last) = releases.iter_mut().max_by_key(|r| r.version)
+        && history::interrupt_pending(last)
+    {
+        tracing::info!(extension = %name, version = last.version, "marking a release left pending as failed");
+        if let Err(e) = ctx.store.update(last, &owner_ref, now_secs()).await {
+            findings.installed = Installed::Unknown {
+                message: e.to_string(),
+            };
+            return Err(InstalledStateError(e).into());
+        }
+    }
+    let installed = history::installed_bundle(&releases);
+    tracing::debug!(extension = %name, installed = ?installed.as_ref().map(|b| &b.name), "installed state read");
+    findings.installed = match &installed {
+        Some(b) => installed_finding(b),
+        None => Installed::Nothing,
+    };
+    let deployed = history::deployed(&releases).cloned();
+
+    // Catalogs and resolution.
+    let resolve_started = Instant::now();
+    let installed_for_resolver = installed.as_ref().map(|b| InstalledBundle {
+        name: b.name.clone(),
+        version: b.version.clone(),
+        release: b.bundle_release.clone(),
+    });
+    let views = catalogs::list_catalogs(&ctx.client, ctx.settings.call_timeout).await;
+    let resolved = match &views {
+        Err(e) => Err(ReconcileError::from(CatalogListError(e.to_string()))),
+        Ok(views) => resolve(ctx, filter, installed_for_resolver.as_ref(), views).await,
+    };
+    ctx.metrics
+        .observe_resolution(resolve_started.elapsed().as_secs_f64());
+    let resolution = match resolved {
+        Ok(resolution) => resolution,
+        Err(error) => {
+            findings.deprecation = Some(deprecation_conditions(
+                None,
+                false,
+                &filter.channels,
+                installed.as_ref().map(|b| b.name.as_str()),
+            ));
+            let matching = match &views {
+                Err(_) => CatalogsMatching::Unknown,
+                Ok(views) => catalogs_matching(filter, views),
+            };
+            let decision = fallback::on_resolution_failure(
+                installed.as_ref().map(|b| b.version.as_str()),
+                filter.version.as_deref(),
+                matching,
+            );
+            return match (decision, deployed) {
+                (Fallback::KeepInstalled, Some(deployed)) => {
+                    tracing::info!(extension = %name, error = %error, "no catalog serves the package; maintaining the installed release");
+                    maintain(extension, ctx, &deployed, findings).await
+                }
+                _ => Err(error),
+            };
+        }
+    };
+    tracing::debug!(extension = %name, bundle = %resolution.bundle.name, catalog = %resolution.catalog, "resolved");
+    findings.deprecation = Some(deprecation_conditions(
+        resolution.deprecation.as_ref(),
+        true,
+        &filter.channels,
+        installed.as_ref().map(|b| b.name.as_str()),
+    ));
+
+    let bundle_name = resolution.bundle.name.clone();
+    let bundle_version = resolution.status_version();
+    let wrap = |failure: BundleFailure| -> ReconcileError {
+        BundleStepError {
+            bundle: bundle_name.clone(),
+            version: bundle_version.clone(),
+            failure,
+        }
+        .into()
+    };
+
+    // Pull, parse, render.
+    let rendered = pull_and_render(extension, ctx, &resolution)
+        .await
+        .map_err(wrap)?;
+    let chart_objects = chart_objects(&rendered.0, &rendered.1);
+    let context = PostRenderContext {
+        release_namespace: extension.spec.namespace.clone(),
+        owner_name: name.clone(),
+        owner_uid: uid(extension),
+    };
+    let scopes = discover_scopes(&ctx.client, &rendered.0.objects, ctx.settings.call_timeout)
+        .await
+        .map_err(|e| wrap(e.into()))?;
+    let (chart, manifest) =
+        render_release(&chart_objects, &rendered.0.annotations, &context, &scopes)
+            .map_err(|e| wrap(e.into()))?;
+    let desired = manifest_objects(&manifest).map_err(|e| wrap(e.into()))?;
+    let previous = match &deployed {
+        Some(d) => release_refs(d).map_err(|e| wrap(e.into()))?,
+        None => Vec::new(),
+    };
+
+    let state = history::release_state(&releases, &manifest).map_err(|e| wrap(e.into()))?;
+    tracing::debug!(extension = %name, ?state, objects = desired.len(), "rendered");
+    let identity = identity(extension);
+    let owner = Owner {
+        name: name.clone(),
+        uid: uid(extension),
+    };
+    let request = ApplyRequest {
+        owner: &owner,
+        install_namespace: &extension.spec.namespace,
+        identity: &identity,
+        desired: &desired,
+        previous: &previous,
+    };
+    let outcome = match state {
+        ReleaseState::Unchanged => ctx
+            .applier
+            .apply(&request)
+            .await
+            .map_err(|e| wrap(e.into()))?,
+        ReleaseState::NeedsInstall | ReleaseState::NeedsUpgrade => {
+            // Preflight: every rendered CRD that exists already.
+            let enforcement = extension
+                .spec
+                .install
+                .as_ref()
+                .and_then(|i| i.preflight.as_ref())
+                .map(|p| p.crd_upgrade_safety.enforcement);
+            let notes = crd_upgrade_safety(
+                &ctx.client,
+                &PreflightRequest {
+                    objects: &rendered.0.objects,
+                    enforcement,
+                    data_aware: ctx.settings.data_aware_crd_upgrade_safety,
+                    bundle: &bundle_name,
+                    version: &bundle_version,
+                    call_timeout: ctx.settings.call_timeout,
+                },
+            )
+            .await
+            .map_err(|e| wrap(e.into()))?;
+            findings.notes.extend(notes);
+
+            let labels = history::bundle_labels(
+                &rendered.0.package_name,
+                &bundle_name,
+                &bundle_version,
+                &resolution.bundle.image,
+                None,
+            );
+            let new = history::NewRelease {
+                name: &name,
+                namespace: &extension.spec.namespace,
+                chart,
+                manifest,
+                labels,
+                now: k8s_openapi::jiff::Timestamp::now(),
+            };
+            let (mut release, superseded) = match state {
+                ReleaseState::NeedsInstall => (history::install_release(new), None),
+                _ => {
+                    let (release, previous) =
+                        history::upgrade_release(&releases, new).map_err(|e| wrap(e.into()))?;
+                    (release, Some(previous))
+                }
+            };
+            ctx.store
+                .create(&release, &owner_ref, now_secs())
+                .await
+                .map_err(|e| wrap(e.into()))?;
+            match ctx.applier.apply(&request).await {
+                Ok(outcome) => {
+                    let description = if superseded.is_some() {
+                        history::UPGRADE_COMPLETE
+                    } else {
+                        history::INSTALL_COMPLETE
+                    };
+                    if let Some(old) =
+                        superseded.and_then(|v| releases.iter_mut().find(|r| r.version == v))
+                    {
+                        history::mark_superseded(old);
+                        ctx.store
+                            .update(old, &owner_ref, now_secs())
+                            .await
+                            .map_err(|e| wrap(e.into()))?;
+                    }
+                    history::set_status(&mut release, ReleaseStatus::DEPLOYED, description);
+                    ctx.store
+                        .update(&release, &owner_ref, now_secs())
+                        .await
+                        .map_err(|e| wrap(e.into()))?;
+                    outcome
+                }
+                Err(error) => {
+                    let description = if superseded.is_some() {
+                        history::upgrade_failed_description(&name, &error.to_string())
+                    } else {
+                        history::install_failed_description(&name, &error.to_string())
+                    };
+                    history::set_status(&mut release, ReleaseStatus::FAILED, &description);
+                    if let Err(e) = ctx.store.update(&release, &owner_ref, now_secs()).await {
+                        tracing::warn!(extension = %name, error = %e, "failed to record the failed release");
+                    }
+                    return Err(wrap(error.into()));
+                }
+            }
+        }
+    };
+    findings.installed = Installed::Bundle {
+        bundle: BundleMetadata {
+            name: bundle_name.clone(),
+            version: bundle_version.clone(),
+        },
+        image: resolution.bundle.image.clone(),
+    };
+    // Deprecation of the bundle now installed.
+    findings.deprecation = Some(deprecation_conditions(
+        resolution.deprecation.as_ref(),
+        true,
+        &filter.channels,
+        Some(&bundle_name),
+    ));
+    after_apply(ctx, &name, &outcome, findings).await;
+    Ok(())
+}
+
+/// Drift watches, metrics, kept CRDs and availability after a successful apply.
+async fn after_apply(
+    ctx: &Context,
+    name: &str,
+    outcome: &crate::apply::ApplyOutcome,
+    findings: &mut Findings,
+) {
+    ctx.drift.watch(&outcome.kinds());
+    let changed = outcome.changed().count();
+    ctx.metrics.observe_apply(
+        name,
+        changed,
+        outcome.applied.len() - changed,
+        outcome.pruned.len(),
+    );
+    if let Some(note) = outcome.kept_crds_message() {
+        findings.notes.push(note);
+    }
+    findings.available = match ctx.applier.availability(&outcome.deployments()).await {
+        Ok(availability) => Available::Observed(availability),
+        Err(e) => {
+            tracing::debug!(extension = %name, error = %e, "could not read the Deployments' availability");
+            Available::Keep
+        }
+    };
+}
+
+/// §3.6: no catalog serves the package any more; keep the installed release applied (drift
+/// repair included) without resolving, pulling or rendering.
+async fn maintain(
+    extension: &ClusterExtension,
+    ctx: &Context,
+    deployed: &Release,
+    findings: &mut Findings,
+) -> Result<(), ReconcileError> {
+    let installed = history::installed_bundle(std::slice::from_ref(deployed)).unwrap_or_default();
+    let wrap = |failure: BundleFailure| -> ReconcileError {
+        BundleStepError {
+            bundle: installed.name.clone(),
+            version: installed.version.clone(),
+            failure,
+        }
+        .into()
+    };
+    let desired = manifest_objects(&deployed.manifest).map_err(|e| wrap(e.into()))?;
+    let previous = release_refs(deployed).map_err(|e| wrap(e.into()))?;
+    let owner = Owner {
+        name: extension.name_any(),
+        uid: uid(extension),
+    };
+    let identity = identity(extension);
+    let outcome = ctx
+        .applier
+        .apply(&ApplyRequest {
+            owner: &owner,
+            install_namespace: &extension.spec.namespace,
+            identity: &identity,
+            desired: &desired,
+            previous: &previous,
+        })
+        .await
+        .map_err(|e| wrap(e.into()))?;
+    after_apply(ctx, &owner.name, &outcome, findings).await;
+    Ok(())
+}
+
+async fn resolve(
+    ctx: &Context,
+    filter: &CatalogFilter,
+    installed: Option<&InstalledBundle>,
+    views: &[olm_operator_core::catalog_changes::CatalogView],
+) -> Result<Resolution, ReconcileError> {
+    let resolver = Resolver::new(filter, installed)?;
+    let infos: Vec<_> = views.iter().map(catalog_info).collect();
+    let by_name: BTreeMap<String, _> = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
+    let selected = resolver.catalogs_to_search(&infos);
+    let fetched =
+        catalogs::fetch_packages(&ctx.catalogd, &by_name, &selected, resolver.package()).await;
+    Ok(resolver.resolve_fetched(fetched)?)
+}
+
+/// Whether ClusterCatalogs matching the extension's selector exist (any availability, as
+/// upstream counts them).
+fn catalogs_matching(
+    filter: &CatalogFilter,
+    views: &[olm_operator_core::catalog_changes::CatalogView],
+) -> CatalogsMatching {
+    let Ok(selector) = CatalogSelector::new(filter.selector.as_ref()) else {
+        return CatalogsMatching::Unknown;
+    };
+    if views.iter().any(|v| selector.matches(&v.labels)) {
+        CatalogsMatching::Some
+    } else {
+        CatalogsMatching::None
+    }
+}
+
+async fn pull_and_render(
+    extension: &ClusterExtension,
+    ctx: &Context,
+    resolution: &Resolution,
+) -> Result<(render::Rendered, BTreeSet<(String, String)>), BundleFailure> {
+    let started = Instant::now();
+    let puller = ctx.puller();
+    let pulled = pull_bundle(
+        &puller,
+        &extension.name_any(),
+        &resolution.bundle.image,
+        &ReadLimits::default(),
+    )
+    .await?;
+    if pulled.unpacked.fresh {
+        ctx.metrics.observe_unpack(started.elapsed().as_secs_f64());
+    }
+    let parsed = bundle::parse(&pulled.fs)?;
+    let others = bundle_manifests(&parsed);
+    let options = RenderOptions {
+        install_namespace: extension.spec.namespace.clone(),
+        config: extension
+            .spec
+            .config
+            .as_ref()
+            .and_then(|c| c.inline.clone())
+            .map(Value::Object),
+        cert_provider: ctx.settings.cert_provider,
+        ..RenderOptions::default()
+    };
+    let rendered = render::render(&parsed, &options)?;
+    Ok((rendered, others))
+}
+
+/// (kind, name) of the bundle's own manifests other than the CSV and CRDs.
+pub fn bundle_manifests(bundle: &bundle::RegistryV1Bundle) -> BTreeSet<(String, String)> {
+    bundle
+        .others
+        .iter()
+        .map(|o| (o.kind().to_owned(), o.name().to_owned()))
+        .collect()
+}
+
+/// Objects as upstream's chart holds them: the bundle's own manifests (other than the CSV and
+/// CRDs) as unstructured objects, everything generated as typed ones. A bundle object is
+/// recognised by kind and name.
+pub fn chart_objects(
+    rendered: &render::Rendered,
+    others: &BTreeSet<(String, String)>,
+) -> Vec<ChartObject> {
+    rendered
+        .objects
+        .iter()
+        .map(|object| {
+            let key = (
+                render::object_kind(object).to_owned(),
+                render::object_name(object).to_owned(),
+            );
+            if others.contains(&key) {
+                ChartObject::unstructured(object)
+            } else {
+                ChartObject::typed(object)
+            }
+        })
+        .collect()
+}
+
+/// The objects a stored release lists.
+fn release_refs(
+    release: &Release,
+) -> Result<Vec<ObjectRef>, olm_operator_core::release::manifest::ManifestError> {
+    Ok(manifest_objects(&release.manifest)?
+        .iter()
+        .filter_map(ObjectRef::of_json)
+        .collect())
+}
+
+fn installed_finding(bundle: &history::InstalledBundle) -> Installed {
+    Installed::Bundle {
+        bundle: BundleMetadata {
+            name: bundle.name.clone(),
+            version: bundle.version.clone(),
+        },
+        image: bundle.image.clone(),
+    }
+}
+
+/// `spec.serviceAccount` set: apply as it; unset: as the controller (upstream v1.11).
+fn identity(extension: &ClusterExtension) -> Identity {
+    match extension
+        .spec
+        .service_account
+        .as_ref()
+        .and_then(|s| s.name.as_ref())
+    {
+        Some(name) => Identity::ServiceAccount {
+            namespace: extension.spec.namespace.clone(),
+            name: name.clone(),
+        },
+        None => Identity::Controller,
+    }
+}
+
+fn uid(extension: &ClusterExtension) -> String {
+    extension.metadata.uid.clone().unwrap_or_default()
+}
+
+/// Adds the finalizers that are missing; returns the object as last written.
+async fn add_finalizers(
+    api: &Api<ClusterExtension>,
+    extension: &ClusterExtension,
+) -> Result<ClusterExtension, PublishError> {
+    let mut current = extension.clone();
+    for finalizer in super::FINALIZERS {
+        if let Some(updated) = olm_runtime::finalizer::add(api, &current, finalizer)
+            .await
+            .map_err(|source| PublishError::Metadata {
+                name: extension.name_any(),
+                source,
+            })?
+        {
+            current = updated;
+        }
+    }
+    Ok(current)
+}
+
+/// Deletion: uninstall, then drop the records, the cache and the finalizers.
+async fn finalize(
+    api: &Api<ClusterExtension>,
+    extension: &ClusterExtension,
+    ctx: &Context,
+) -> Result<Action, ReconcileError> {
+    let name = extension.name_any();
+    if !super::FINALIZERS
+        .iter()
+        .any(|f| olm_runtime::finalizer::has(extension, f))
+    {
+        return Ok(Action::await_change());
+    }
+    let history = ctx
+        .store
+        .history(&name)
+        .await
+        .map_err(UninstallError::Records)?;
+    let mut installed: Vec<ObjectRef> = Vec::new();
+    for release in history.releases().iter().rev() {
+        for object in release_refs(release).map_err(UninstallError::Manifest)? {
+            if !installed.contains(&object) {
+                installed.push(object);
+            }
+        }
+    }
+    let owner = Owner {
+        name: name.clone(),
+        uid: uid(extension),
+    };
+    let identity = identity(extension);
+    let request = |identity| UninstallRequest {
+        owner: &owner,
+        install_namespace: &extension.spec.namespace,
+        identity,
+        installed: &installed,
+    };
+    let outcome = match ctx.applier.uninstall(&request(&identity)).await {
+        Err(crate::apply::ApplyError::ServiceAccountNotFound { .. }) => {
+            // The ServiceAccount went first (a namespace being deleted): remove what we
+            // installed with the controller's identity, as upstream's garbage collection would.
+            ctx.applier.uninstall(&request(&Identity::Controller)).await
+        }
+        other => other,
+    }
+    .map_err(UninstallError::Apply)?;
+    if !outcome.is_complete() {
+        return Err(UninstallError::Pending(
+            outcome.remaining.iter().map(|o| o.to_string()).collect(),
+        )
+        .into());
+    }
+    ctx.store
+        .delete_all(&name)
+        .await
+        .map_err(UninstallError::Records)?;
+    ctx.puller()
+        .delete_owner(&name)
+        .await
+        .map_err(|e| UninstallError::Cache(e.to_string()))?;
+    remove_finalizers(api, extension).await?;
+    ctx.metrics.forget(&name);
+    ctx.backoff.reset(&name);
+    Ok(Action::await_change())
+}
+
+/// Removes both finalizers in one patch, guarded by the list read.
+async fn remove_finalizers(
+    api: &Api<ClusterExtension>,
+    extension: &ClusterExtension,
+) -> Result<(), PublishError> {
+    let current = extension.finalizers().to_vec();
+    let remaining: Vec<&String> = current
+        .iter()
+        .filter(|f| !super::FINALIZERS.contains(&f.as_str()))
+        .collect();
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": current},
+        {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
+    ]))
+    .map_err(|e| PublishError::Encode(e.to_string()))?;
+    match api
+        .patch(
+            &extension.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(source) => Err(PublishError::Metadata {
+            name: extension.name_any(),
+            source,
+        }),
+    }
+}
+
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+fn now_secs() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
+}
