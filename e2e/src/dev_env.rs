@@ -5,8 +5,10 @@
 //! Network: 127.0.0.1 only.
 //!
 //! The environment is a list of steps ([`STEPS`]) run in order; teardown stops what they started
-//! in reverse order: the control plane, a registry, the sample catalog image (built from
-//! `config/samples/catalog`), catalogd, and the sample ClusterCatalog (`config/samples`).
+//! in reverse order: the control plane, a registry, the sample bundle images (built from
+//! `config/samples/bundles`), the sample catalog image (built from `config/samples/catalog`, its
+//! bundle references pointed at the local registry), catalogd, the sample ClusterCatalog,
+//! operator-controller, and the sample ClusterExtension (`config/samples`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,8 +17,10 @@ use std::time::Instant;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams};
-use olm_api::v1::{ClusterCatalog, ConditionType, find_condition};
+use olm_api::v1::{ClusterCatalog, ClusterExtension, ConditionType, find_condition};
 
 use crate::assets::Assets;
 use crate::control_plane::{ControlPlane, ControlPlaneError, Tier};
@@ -62,6 +66,7 @@ pub struct DevEnv {
     /// The sample catalog image, by tag.
     pub catalog_image: Option<String>,
     pub catalogd: Option<Supervised>,
+    pub operator_controller: Option<Supervised>,
     /// `http://127.0.0.1:PORT` of catalogd's content server.
     pub catalogd_url: Option<String>,
     /// Scratch space for catalogd's cache and logs.
@@ -81,6 +86,9 @@ pub const STEPS: &[(&str, StepFn)] = &[
         Box::pin(start_control_plane(env, opts))
     }),
     ("registry", |env, _| Box::pin(start_registry(env))),
+    ("sample bundle images", |env, _| {
+        Box::pin(push_sample_bundles(env))
+    }),
     ("sample catalog image", |env, _| {
         Box::pin(push_sample_catalog(env))
     }),
@@ -88,10 +96,22 @@ pub const STEPS: &[(&str, StepFn)] = &[
     ("sample ClusterCatalog", |env, _| {
         Box::pin(apply_sample_catalog(env))
     }),
+    ("operator-controller", |env, _| {
+        Box::pin(start_operator_controller(env))
+    }),
+    ("sample ClusterExtension", |env, opts| {
+        Box::pin(apply_sample_extension(env, opts))
+    }),
 ];
 
 /// Name of the sample ClusterCatalog (as in `config/samples/olm_v1_clustercatalog.yaml`).
 const SAMPLE_CATALOG: &str = "example-catalog";
+/// Name and install namespace of the sample ClusterExtension
+/// (`config/samples/olm_v1_clusterextension.yaml`).
+const SAMPLE_EXTENSION: &str = "example-operator";
+const SAMPLE_NAMESPACE: &str = "example-operator";
+/// The host the sample catalog names its bundle images under; replaced by the local registry.
+const SAMPLE_BUNDLE_HOST: &str = "registry.example.com/";
 
 fn repo_root() -> PathBuf {
     crate::repo_root()
@@ -126,15 +146,29 @@ async fn push_sample_catalog(env: &mut DevEnv) -> Result<(), DevEnvError> {
         .registry
         .as_ref()
         .ok_or_else(|| fail("sample catalog image", "no registry"))?;
-    let dir = repo_root().join("config/samples/catalog");
-    let pushed = crate::images::push_catalog(registry, "olm/example-catalog:latest", &dir)
-        .await
+    let source = repo_root().join("config/samples/catalog");
+    // The catalog names its bundles under an example host; point them at the local registry.
+    let rewritten = tempfile::Builder::new()
+        .prefix("olm-dev-env-catalog-")
+        .tempdir()
         .map_err(DevEnvError::step("sample catalog image"))?;
+    copy_replacing(
+        &source,
+        rewritten.path(),
+        SAMPLE_BUNDLE_HOST,
+        &format!("{}/olm/", registry.host()),
+    )
+    .map_err(DevEnvError::step("sample catalog image"))?;
+
+    let pushed =
+        crate::images::push_catalog(registry, "olm/example-catalog:latest", rewritten.path())
+            .await
+            .map_err(DevEnvError::step("sample catalog image"))?;
     let image = registry.image("olm/example-catalog:latest");
     println!(
         "olm-dev-env: pushed {image} ({}) from {}",
         pushed.digest,
-        dir.display()
+        source.display()
     );
     env.catalog_image = Some(image);
     Ok(())
@@ -177,26 +211,12 @@ async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
         ])
         .args(["--insecure-registries", &registry.host()]);
     let mut process = Supervised::start(spec).map_err(DevEnvError::step("catalogd"))?;
-    let ready = format!("http://127.0.0.1:{health}/readyz");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = process.try_exit_status() {
-            return Err(fail(
-                "catalogd",
-                format!("catalogd exited ({status}):\n{}", process.log_tail(20)),
-            ));
-        }
-        if http_ok(&ready).await {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(fail(
-                "catalogd",
-                format!("catalogd did not become ready:\n{}", process.log_tail(20)),
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_ready(
+        &mut process,
+        &format!("http://127.0.0.1:{health}/readyz"),
+        "catalogd",
+    )
+    .await?;
     println!(
         "olm-dev-env: catalogd (pid {}) serving on 127.0.0.1:{content}, metrics and health on 127.0.0.1:{health}; log {}",
         process.pid().unwrap_or_default(),
@@ -208,6 +228,214 @@ async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
     env.catalogd_url = Some(format!("http://127.0.0.1:{content}"));
     env.catalogd = Some(process);
     env.scratch = Some(scratch);
+    Ok(())
+}
+
+/// Copies the files of `from` (one level of package directories, as the sample catalog has)
+/// into `to`, replacing `needle` with `replacement` in their text.
+fn copy_replacing(
+    from: &std::path::Path,
+    to: &std::path::Path,
+    needle: &str,
+    replacement: &str,
+) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            copy_replacing(&entry.path(), &target, needle, replacement)?;
+        } else {
+            let text = std::fs::read_to_string(entry.path())?;
+            std::fs::write(target, text.replace(needle, replacement))?;
+        }
+    }
+    Ok(())
+}
+
+/// Pushes every version under `config/samples/bundles/example-operator` as
+/// `olm/example-operator-bundle:v<version>`, the names the sample catalog uses.
+async fn push_sample_bundles(env: &mut DevEnv) -> Result<(), DevEnvError> {
+    let step = "sample bundle images";
+    let registry = env
+        .registry
+        .as_ref()
+        .ok_or_else(|| fail(step, "no registry"))?;
+    let root = repo_root().join("config/samples/bundles/example-operator");
+    let mut versions: Vec<String> = std::fs::read_dir(&root)
+        .map_err(DevEnvError::step(step))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    versions.sort();
+    for version in &versions {
+        let channels: &[&str] = if version.contains('-') {
+            &["candidate"]
+        } else {
+            &["stable"]
+        };
+        let name = format!("olm/example-operator-bundle:v{version}");
+        crate::images::push_bundle(
+            registry,
+            &name,
+            &root.join(version),
+            "example-operator",
+            channels,
+        )
+        .await
+        .map_err(DevEnvError::step(step))?;
+    }
+    println!(
+        "olm-dev-env: pushed {} example-operator bundles ({}) from {}",
+        versions.len(),
+        versions.join(", "),
+        root.display()
+    );
+    Ok(())
+}
+
+/// Waits until `process` answers 200 on `ready_url`, failing if it exits or takes 30 s.
+async fn wait_ready(
+    process: &mut Supervised,
+    ready_url: &str,
+    step: &'static str,
+) -> Result<(), DevEnvError> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = process.try_exit_status() {
+            return Err(fail(
+                step,
+                format!("{step} exited ({status}):\n{}", process.log_tail(20)),
+            ));
+        }
+        if http_ok(ready_url).await {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(fail(
+                step,
+                format!("{step} did not become ready:\n{}", process.log_tail(20)),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn start_operator_controller(env: &mut DevEnv) -> Result<(), DevEnvError> {
+    let step = "operator-controller";
+    let (Some(cp), Some(registry), Some(scratch)) = (
+        env.control_plane.as_ref(),
+        env.registry.as_ref(),
+        env.scratch.as_ref(),
+    ) else {
+        return Err(fail(
+            step,
+            "the control plane, registry and catalogd must run first",
+        ));
+    };
+    let bin = Assets::products()
+        .and_then(|a| a.binary("operator-controller"))
+        .map_err(DevEnvError::step(step))?;
+    let health = free_port()?;
+    let spec = Spec::new("operator-controller", bin, scratch.path())
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig_path())
+        .arg("--cache-path")
+        .arg(scratch.path().join("operator-controller-cache"))
+        .args(["--metrics-bind-address", &format!("127.0.0.1:{health}")])
+        .args([
+            "--health-probe-bind-address",
+            &format!("127.0.0.1:{health}"),
+        ])
+        .args(["--insecure-registries", &registry.host()]);
+    let mut process = Supervised::start(spec).map_err(DevEnvError::step(step))?;
+    wait_ready(
+        &mut process,
+        &format!("http://127.0.0.1:{health}/readyz"),
+        step,
+    )
+    .await?;
+    println!(
+        "olm-dev-env: operator-controller (pid {}), metrics and health on 127.0.0.1:{health}; log {}",
+        process.pid().unwrap_or_default(),
+        process.log_path().display()
+    );
+    env.try_commands.push(format!(
+        "curl -s http://127.0.0.1:{health}/metrics | grep operator_controller_"
+    ));
+    env.operator_controller = Some(process);
+    Ok(())
+}
+
+/// Creates the sample's install namespace, applies `config/samples/olm_v1_clusterextension.yaml`
+/// and waits for `Installed=True` (and, on the full tier, for its Deployment to be Available).
+async fn apply_sample_extension(env: &mut DevEnv, opts: &Options) -> Result<(), DevEnvError> {
+    let step = "sample ClusterExtension";
+    let Some(cp) = env.control_plane.as_ref() else {
+        return Err(fail(step, "the control plane must run first"));
+    };
+    let client = cp.client().await;
+    let apply = PatchParams::apply("olm-dev-env").force();
+    let namespace: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": SAMPLE_NAMESPACE},
+    }))
+    .map_err(DevEnvError::step(step))?;
+    Api::<Namespace>::all(client.clone())
+        .patch(SAMPLE_NAMESPACE, &apply, &Patch::Apply(&namespace))
+        .await
+        .map_err(DevEnvError::step(step))?;
+    let path = repo_root().join("config/samples/olm_v1_clusterextension.yaml");
+    let text = std::fs::read_to_string(&path).map_err(DevEnvError::step(step))?;
+    let extension: ClusterExtension = serde_saphyr::from_str(&text)
+        .map_err(|e| fail(step, format!("{}: {e}", path.display())))?;
+    let api: Api<ClusterExtension> = Api::all(client.clone());
+    api.patch(SAMPLE_EXTENSION, &apply, &Patch::Apply(&extension))
+        .await
+        .map_err(DevEnvError::step(step))?;
+    let deployments: Api<Deployment> = Api::namespaced(client, SAMPLE_NAMESPACE);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let installed = api.get(SAMPLE_EXTENSION).await.ok().and_then(|ce| {
+            let status = ce.status?;
+            let cond = find_condition(&status.conditions, ConditionType::Installed)?.clone();
+            Some((cond.status.as_str() == "True", cond.message))
+        });
+        let available = opts.tier != Tier::Full
+            || deployments
+                .get("example-operator-controller")
+                .await
+                .ok()
+                .and_then(|d| d.status?.conditions)
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c.type_ == "Available" && c.status == "True")
+                });
+        if matches!(installed, Some((true, _))) && available {
+            break;
+        }
+        if Instant::now() > deadline {
+            let last = installed.map(|(_, m)| m).unwrap_or_default();
+            return Err(fail(
+                step,
+                format!(
+                    "the sample ClusterExtension was not installed (and Available) within 120 s; Installed says {last:?}; see operator-controller's log"
+                ),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    env.try_commands.extend([
+        "kubectl get clusterextensions".to_string(),
+        format!("kubectl get clusterextension {SAMPLE_EXTENSION} -o yaml"),
+        format!("kubectl -n {SAMPLE_NAMESPACE} get deployments,serviceaccounts"),
+        format!(
+            "kubectl patch clusterextension {SAMPLE_EXTENSION} --type merge -p '{{\"spec\":{{\"source\":{{\"catalog\":{{\"version\":\"1.2.0\"}}}}}}}}'   # upgrade"
+        ),
+        format!("kubectl delete clusterextension {SAMPLE_EXTENSION}   # uninstall"),
+    ]);
     Ok(())
 }
 
@@ -309,6 +537,14 @@ async fn start_control_plane(env: &mut DevEnv, opts: &Options) -> Result<(), Dev
         "export KUBECONFIG={}",
         cp.kubeconfig_path().display()
     ));
+    // A machine without kubectl gets the one `make tools` built (hack/build-kubectl.sh).
+    if let Some(dir) = std::env::var_os("OLM_KUBECTL")
+        .map(PathBuf::from)
+        .and_then(|k| k.parent().map(PathBuf::from))
+    {
+        env.exports
+            .push(format!("export PATH={}:$PATH", dir.display()));
+    }
     env.try_commands.extend(
         [
             "kubectl get nodes -o wide",
@@ -338,6 +574,11 @@ async fn start_control_plane(env: &mut DevEnv, opts: &Options) -> Result<(), Dev
 impl DevEnv {
     /// Stops everything started, newest first.
     pub async fn stop(&mut self) {
+        if let Some(mut controller) = self.operator_controller.take() {
+            tokio::task::spawn_blocking(move || controller.stop(Duration::from_secs(10)))
+                .await
+                .ok();
+        }
         if let Some(mut catalogd) = self.catalogd.take() {
             tokio::task::spawn_blocking(move || catalogd.stop(Duration::from_secs(10)))
                 .await

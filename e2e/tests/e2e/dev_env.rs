@@ -60,10 +60,10 @@ async fn start_dev_env() -> DevEnv {
             seen.join("\n")
         )
     });
-    // etcd, kube-apiserver, the registry and catalogd.
+    // etcd, kube-apiserver, the registry, catalogd and operator-controller.
     assert_eq!(
         component_pids.len(),
-        4,
+        5,
         "output:\n{}\nstderr:\n{stderr}",
         seen.join("\n")
     );
@@ -111,6 +111,19 @@ async fn dev_env_prints_a_working_kubeconfig_and_stops_cleanly_on_ctrl_c() {
         .filter_map(|n| n.metadata.name)
         .collect();
     assert!(names.contains(&"default".to_owned()), "{names:?}");
+    // The sample ClusterExtension is installed from the sample catalog's local bundle images
+    // (olm-dev-env waits for that before it says it is ready).
+    let extensions: Api<olm_api::v1::ClusterExtension> = Api::all(namespaces.clone().into_client());
+    let sample = extensions.get("example-operator").await.unwrap();
+    let status = sample.status.expect("status");
+    let installed =
+        olm_api::v1::find_condition(&status.conditions, olm_api::v1::ConditionType::Installed)
+            .expect("Installed condition");
+    assert_eq!(installed.status.as_str(), "True", "{installed:?}");
+    assert_eq!(
+        status.install.map(|i| i.bundle.version).as_deref(),
+        Some("1.1.0")
+    );
 
     signal(&dev.child, Signal::INT);
     let status = dev.child.wait().await.unwrap();
