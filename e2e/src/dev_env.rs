@@ -110,6 +110,8 @@ const SAMPLE_CATALOG: &str = "example-catalog";
 /// (`config/samples/olm_v1_clusterextension.yaml`).
 const SAMPLE_EXTENSION: &str = "example-operator";
 const SAMPLE_NAMESPACE: &str = "example-operator";
+/// operator-controller's system namespace (its default `--system-namespace`).
+const SYSTEM_NAMESPACE: &str = "olmv1-system";
 /// The host the sample catalog names its bundle images under; replaced by the local registry.
 const SAMPLE_BUNDLE_HOST: &str = "registry.example.com/";
 
@@ -321,6 +323,25 @@ async fn wait_ready(
     }
 }
 
+/// Creates `name` if it does not exist (server-side apply, so an existing one is left as is).
+async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), kube::Error> {
+    let namespace = Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::apply("olm-dev-env").force(),
+            &Patch::Apply(&namespace),
+        )
+        .await
+        .map(drop)
+}
+
 async fn start_operator_controller(env: &mut DevEnv) -> Result<(), DevEnvError> {
     let step = "operator-controller";
     let (Some(cp), Some(registry), Some(scratch)) = (
@@ -335,6 +356,10 @@ async fn start_operator_controller(env: &mut DevEnv) -> Result<(), DevEnvError> 
     };
     let bin = Assets::products()
         .and_then(|a| a.binary("operator-controller"))
+        .map_err(DevEnvError::step(step))?;
+    // Its installed-state Secrets live in the system namespace (the install manifest creates it).
+    ensure_namespace(&cp.client().await, SYSTEM_NAMESPACE)
+        .await
         .map_err(DevEnvError::step(step))?;
     let health = free_port()?;
     let spec = Spec::new("operator-controller", bin, scratch.path())
@@ -377,14 +402,7 @@ async fn apply_sample_extension(env: &mut DevEnv, opts: &Options) -> Result<(), 
     };
     let client = cp.client().await;
     let apply = PatchParams::apply("olm-dev-env").force();
-    let namespace: Namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": SAMPLE_NAMESPACE},
-    }))
-    .map_err(DevEnvError::step(step))?;
-    Api::<Namespace>::all(client.clone())
-        .patch(SAMPLE_NAMESPACE, &apply, &Patch::Apply(&namespace))
+    ensure_namespace(&client, SAMPLE_NAMESPACE)
         .await
         .map_err(DevEnvError::step(step))?;
     let path = repo_root().join("config/samples/olm_v1_clusterextension.yaml");
