@@ -16,7 +16,8 @@
 //! Measured: every extension (package × namespace, `watchNamespace` = its install namespace, so
 //! permissions render as Roles and RoleBindings) is created at once; the clock stops when every
 //! one reports `Installed=True`. Then: operator-controller's peak RSS (VmHWM), its RSS after 30 s
-//! of settling, its CPU (utime+stime) during the run and over 60 s idle afterwards, and the delta
+//! of settling, its CPU (utime+stime) during the run and over 60 s idle afterwards (idle starts
+//! once every installed Deployment is Available, so the cluster has stopped changing), and the delta
 //! of kube-apiserver's `apiserver_request_total` over the run (all clients: operator-controller,
 //! the controller-manager and kwok acting on the installed Deployments, catalogd, and this
 //! program's own creates and polls, which are counted and reported separately).
@@ -43,6 +44,8 @@ use serde_json::{Value, json};
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 /// How often the benchmark lists the extensions while waiting.
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
+/// How long to wait, after all are installed, for every Deployment to become Available.
+const AVAILABLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 const SETTLE: Duration = Duration::from_secs(30);
 const IDLE_WINDOW: Duration = Duration::from_secs(60);
 const SYSTEM_NAMESPACE: &str = "olmv1-system";
@@ -228,6 +231,11 @@ async fn main() {
     let peak_after_run = proc_status_kib(pid, "VmHWM");
     let load_after_run = loadavg();
 
+    // The rest of the cluster catches up (the controller-manager creates ReplicaSets and Pods,
+    // kwok runs them) and operator-controller sees each Deployment's status change; "idle" only
+    // starts once every installed Deployment is Available.
+    let available_in = wait_all_available(&client, total, started).await;
+
     // Settling, then idle.
     tokio::time::sleep(SETTLE).await;
     let steady_rss = proc_status_kib(pid, "VmRSS");
@@ -240,9 +248,8 @@ async fn main() {
 
     let delta = diff(&metrics_before, &metrics_after);
     let all: f64 = delta.values().sum();
-    let idle_requests: f64 = diff(&metrics_idle_before, &metrics_idle_after)
-        .values()
-        .sum();
+    let idle_delta = diff(&metrics_idle_before, &metrics_idle_after);
+    let idle_requests: f64 = idle_delta.values().sum();
     println!(
         "\n==== results ({namespaces} namespaces x {packages} packages = {total} ClusterExtensions, tier {:?}) ====",
         env.control_plane.tier()
@@ -257,6 +264,16 @@ async fn main() {
         None => println!(
             "wall time: NOT all Installed after {:.1}s",
             run_elapsed.as_secs_f64()
+        ),
+    }
+    match available_in {
+        Some(t) => println!(
+            "every installed Deployment Available (kwok) at {:.1}s after the creates began",
+            t.as_secs_f64()
+        ),
+        None => println!(
+            "NOT every installed Deployment became Available within {}s; idle measured anyway",
+            AVAILABLE_TIMEOUT.as_secs()
         ),
     }
     println!(
@@ -276,6 +293,12 @@ async fn main() {
         IDLE_WINDOW.as_secs(),
         idle_cpu / IDLE_WINDOW.as_secs_f64() * 100.0
     );
+    print_top(
+        "  idle window by resource and verb (top 8):",
+        &idle_delta,
+        8,
+        1,
+    );
     println!(
         "kube-apiserver requests during the run (apiserver_request_total delta, all clients): {all:.0} = {:.1} per extension",
         all / total as f64
@@ -284,22 +307,7 @@ async fn main() {
         "  of which this benchmark's own (creates, list polls, /metrics): about {own_requests}; the rest per extension: {:.1}",
         (all - own_requests as f64) / total as f64
     );
-    let mut by_kind: BTreeMap<(String, String), f64> = BTreeMap::new();
-    for ((verb, resource), v) in &delta {
-        *by_kind.entry((resource.clone(), verb.clone())).or_default() += v;
-    }
-    let mut rows: Vec<_> = by_kind.into_iter().filter(|(_, v)| *v >= 1.0).collect();
-    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
-    println!("  by resource and verb (top 25):");
-    for ((resource, verb), v) in rows.iter().take(25) {
-        println!(
-            "    {:<40} {:<8} {:>8.0} ({:.2}/extension)",
-            resource,
-            verb,
-            v,
-            v / total as f64
-        );
-    }
+    print_top("  by resource and verb (top 25):", &delta, 25, total);
     println!(
         "load average (1/5/15 min): before the run {load_before}; at all-Installed {load_after_run}; at the end {}",
         loadavg()
@@ -307,6 +315,62 @@ async fn main() {
 
     controller.stop(Duration::from_secs(10));
     drop(catalogs);
+}
+
+/// Prints the `count` largest (verb, resource) request counts of `delta`, also per `per`.
+fn print_top(title: &str, delta: &BTreeMap<(String, String), f64>, count: usize, per: usize) {
+    let mut rows: Vec<_> = delta.iter().filter(|(_, v)| **v >= 1.0).collect();
+    rows.sort_by(|a, b| b.1.total_cmp(a.1));
+    println!("{title}");
+    for ((verb, resource), v) in rows.into_iter().take(count) {
+        println!(
+            "    {resource:<40} {verb:<8} {v:>8.0} ({:.2}/extension)",
+            v / per as f64
+        );
+    }
+}
+
+/// Waits until `total` Deployments named `bench-p*-controller` are Available; returns the time
+/// since `started`, or None after [`AVAILABLE_TIMEOUT`].
+async fn wait_all_available(
+    client: &kube::Client,
+    total: usize,
+    started: Instant,
+) -> Option<Duration> {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::all(client.clone());
+    let deadline = Instant::now() + AVAILABLE_TIMEOUT;
+    loop {
+        let available = api
+            .list(&ListParams::default())
+            .await
+            .map(|l| {
+                l.items
+                    .iter()
+                    .filter(|d| {
+                        d.metadata
+                            .name
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with("bench-p"))
+                            && d.status
+                                .as_ref()
+                                .and_then(|s| s.conditions.as_ref())
+                                .is_some_and(|c| {
+                                    c.iter()
+                                        .any(|c| c.type_ == "Available" && c.status == "True")
+                                })
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        if available >= total {
+            return Some(started.elapsed());
+        }
+        if Instant::now() > deadline {
+            println!("bench: {available}/{total} Deployments Available at the deadline");
+            return None;
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
 }
 
 /// Writes and pushes the bundle of `package` at 1.0.0: a CSV supporting only OwnNamespace and
