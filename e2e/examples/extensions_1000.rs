@@ -299,7 +299,7 @@ async fn main() {
         "  idle window by resource and verb (top 8):",
         &idle_delta,
         8,
-        1,
+        None,
     );
     println!(
         "kube-apiserver requests during the run (apiserver_request_total delta, all clients): {all:.0} = {:.1} per extension",
@@ -309,7 +309,7 @@ async fn main() {
         "  of which this benchmark's own (creates, list polls, /metrics): about {own_requests}; the rest per extension: {:.1}",
         (all - own_requests as f64) / total as f64
     );
-    print_top("  by resource and verb (top 25):", &delta, 25, total);
+    print_top("  by resource and verb (top 25):", &delta, 25, Some(total));
     println!(
         "load average (1/5/15 min): before the run {load_before}; at all-Installed {load_after_run}; at the end {}",
         loadavg()
@@ -319,16 +319,25 @@ async fn main() {
     drop(catalogs);
 }
 
-/// Prints the `count` largest (verb, resource) request counts of `delta`, also per `per`.
-fn print_top(title: &str, delta: &BTreeMap<(String, String), f64>, count: usize, per: usize) {
+/// Prints the `count` largest (verb, resource) request counts of `delta`, also per extension
+/// when `per` (the number of extensions) is given.
+fn print_top(
+    title: &str,
+    delta: &BTreeMap<(String, String), f64>,
+    count: usize,
+    per: Option<usize>,
+) {
     let mut rows: Vec<_> = delta.iter().filter(|(_, v)| **v >= 1.0).collect();
     rows.sort_by(|a, b| b.1.total_cmp(a.1));
     println!("{title}");
     for ((verb, resource), v) in rows.into_iter().take(count) {
-        println!(
-            "    {resource:<40} {verb:<8} {v:>8.0} ({:.2}/extension)",
-            v / per as f64
-        );
+        match per {
+            Some(n) => println!(
+                "    {resource:<40} {verb:<8} {v:>8.0} ({:.2}/extension)",
+                v / n as f64
+            ),
+            None => println!("    {resource:<40} {verb:<8} {v:>8.0}"),
+        }
     }
 }
 
