@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(OLM_CACHE_DIR)/target
 TOOLS_ENV := $(OLM_CACHE_DIR)/tools.env
 BIN_DIR := $(CARGO_TARGET_DIR)/debug
 
-.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench clean help fuzz fuzz-build
+.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench bench-extensions clean help fuzz fuzz-build
 
 all: build
 
@@ -71,6 +71,13 @@ run: tools build
 
 bench:
 	cargo bench --workspace
+
+# 1,000 ClusterExtensions on the full tier (docs/PERFORMANCE.md). BENCH_PROFILE=dev for a debug
+# build; BENCH_ARGS="NAMESPACES PACKAGES" for another size (default 100 10).
+BENCH_PROFILE ?= release
+bench-extensions: tools
+	cargo build --profile $(BENCH_PROFILE) -p operator-controller -p catalogd --bins
+	source $(TOOLS_ENV) && OLM_BIN_DIR=$(CARGO_TARGET_DIR)/$(if $(filter dev,$(BENCH_PROFILE)),debug,$(BENCH_PROFILE)) cargo run --profile $(BENCH_PROFILE) -q -p olm-e2e --example extensions_1000 -- $(BENCH_ARGS)
 
 # Fuzzing (docs/FUZZING.md). The fuzz crate is a workspace of its own under fuzz/.
 FUZZ_TARGETS := fbc_json fbc_yaml version_masterminds version_blang http_range http_conditional image_layer bundle_registry_v1 crd_upgrade

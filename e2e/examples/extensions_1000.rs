@@ -1,0 +1,608 @@
+//! Scale benchmark: many ClusterExtensions installed at once on the `full` tier of the e2e
+//! control plane, measuring operator-controller. Not a test: it asserts nothing about timings,
+//! it prints numbers for `docs/PERFORMANCE.md`. Talks to 127.0.0.1 only.
+//!
+//! Input: `[NAMESPACES] [PACKAGES]` (default 100 × 10 = 1,000 extensions), the binaries named by
+//! the environment (`source tools.env`, `OLM_BIN_DIR`), `OLM_TEST_TIER` (default `full`).
+//! Output: a report on stdout. Disk: temporary directories only.
+//!
+//! Set-up (not measured): the control plane and a registry; PACKAGES generated registry+v1
+//! bundles whose objects are all namespaced (OwnNamespace/SingleNamespace only, `permissions`
+//! and no `clusterPermissions`, no CRDs; one ServiceAccount, one ConfigMap and one Deployment
+//! named after the package) pushed to the registry; one catalog image listing them, served by a
+//! catalogd process; operator-controller as a process (`RUST_LOG=info`); NAMESPACES install
+//! namespaces.
+//!
+//! Measured: every extension (package × namespace, `watchNamespace` = its install namespace, so
+//! permissions render as Roles and RoleBindings) is created at once; the clock stops when every
+//! one reports `Installed=True`. Then: operator-controller's peak RSS (VmHWM), its RSS after 30 s
+//! of settling, its CPU (utime+stime) during the run and over 60 s idle afterwards (idle starts
+//! once every installed Deployment is Available, so the cluster has stopped changing), and the delta
+//! of kube-apiserver's `apiserver_request_total` over the run (all clients: operator-controller,
+//! the controller-manager and kwok acting on the installed Deployments, catalogd, and this
+//! program's own creates and polls, which are counted and reported separately).
+//!
+//! Usage: `make bench-extensions` (release build), or
+//! `source tools.env; OLM_BIN_DIR=… cargo run --release -p olm-e2e --example extensions_1000 -- 100 10`.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{Api, ListParams, PostParams};
+use olm_api::v1::{ClusterExtension, ConditionType, find_condition};
+use olm_e2e::assets::Assets;
+use olm_e2e::operator_controller::{CatalogSpec, Catalogs, ChannelSpec, bundle_name};
+use olm_e2e::process::{Spec, Supervised};
+use olm_e2e::registry::Registry;
+use olm_e2e::{Tier, images};
+use serde_json::{Value, json};
+
+/// How long to wait for every extension to be installed before giving up (and reporting that).
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+/// How often the benchmark lists the extensions while waiting.
+const POLL_INTERVAL: Duration = Duration::from_secs(2);
+/// How long to wait, after all are installed, for every Deployment to become Available. The
+/// `full` tier's one kwok node runs at most 110 pods, so beyond that many extensions the rest stay
+/// Pending and the idle window starts after this timeout instead.
+const AVAILABLE_TIMEOUT: Duration = Duration::from_secs(90);
+const SETTLE: Duration = Duration::from_secs(30);
+const IDLE_WINDOW: Duration = Duration::from_secs(60);
+const SYSTEM_NAMESPACE: &str = "olmv1-system";
+/// Extensions created concurrently (the API calls in flight at once while creating).
+const CREATE_CONCURRENCY: usize = 50;
+
+#[tokio::main]
+async fn main() {
+    olm_e2e::install_crypto_provider();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| {
+            a.parse()
+                .expect("arguments: [NAMESPACES] [PACKAGES], integers")
+        })
+        .collect();
+    let namespaces = args.first().copied().unwrap_or(100);
+    let packages = args.get(1).copied().unwrap_or(10);
+    let total = namespaces * packages;
+    println!(
+        "bench: {namespaces} namespaces x {packages} packages = {total} ClusterExtensions; load before set-up: {}",
+        loadavg()
+    );
+
+    let env = olm_e2e::shared().await;
+    if env.control_plane.tier() != Tier::Full {
+        println!(
+            "bench: WARNING: tier {:?}, not full (Deployments never become Available)",
+            env.control_plane.tier()
+        );
+    }
+    let client = env.client().await;
+    let registry = &env.registry;
+
+    // Bundles and the catalog.
+    let setup_started = Instant::now();
+    let catalog_dir = tempfile::tempdir().unwrap();
+    for p in 0..packages {
+        let package = format!("bench-p{p:02}");
+        let image = push_bundle(registry, &package).await;
+        CatalogSpec {
+            package: package.clone(),
+            default_channel: "stable".into(),
+            channels: vec![ChannelSpec {
+                name: "stable".into(),
+                entries: vec![(bundle_name(&package, "1.0.0"), None)],
+            }],
+            bundles: vec![(bundle_name(&package, "1.0.0"), "1.0.0".into(), image)],
+        }
+        .write(&catalog_dir.path().join(&package));
+    }
+    images::push_catalog(registry, "bench/catalog:latest", catalog_dir.path())
+        .await
+        .unwrap();
+    let catalogs = Catalogs::start(registry).await;
+    let catalog = catalogs
+        .serve("bench", &registry.image("bench/catalog:latest"), None)
+        .await;
+    println!(
+        "bench: {packages} bundles and catalog {catalog} pushed and served in {:.1}s",
+        setup_started.elapsed().as_secs_f64()
+    );
+
+    // Install namespaces.
+    let ns_api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let ns_names: Vec<String> = (0..namespaces)
+        .map(|n| format!("bench-ns-{n:03}"))
+        .collect();
+    for name in ns_names.iter().chain([&SYSTEM_NAMESPACE.to_string()]) {
+        let ns = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        match ns_api.create(&PostParams::default(), &ns).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => panic!("create namespace {name}: {e}"),
+        }
+    }
+
+    let (mut controller, _scratch) = start_operator_controller(registry).await;
+    let pid = controller.pid().expect("operator-controller's pid");
+    println!(
+        "bench: operator-controller pid {pid} ({}), RSS before the run {} KiB",
+        Assets::products()
+            .and_then(|a| a.binary("operator-controller"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        proc_status_kib(pid, "VmRSS")
+    );
+
+    // The run.
+    let load_before = loadavg();
+    let metrics_before = apiserver_requests(&client).await;
+    let cpu_before = cpu_seconds(pid);
+    let started = Instant::now();
+    let ce_api: Api<ClusterExtension> = Api::all(client.clone());
+    let catalog_ref = catalog.as_str();
+    let bodies: Vec<Value> = ns_names
+        .iter()
+        .flat_map(|ns| {
+            (0..packages).map(move |p| extension(ns, &format!("bench-p{p:02}"), catalog_ref))
+        })
+        .collect();
+    let created = futures::stream::iter(bodies)
+        .map(|body| {
+            let api = ce_api.clone();
+            async move {
+                let ce: ClusterExtension = serde_json::from_value(body).unwrap();
+                api.create(&PostParams::default(), &ce).await
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+    let create_errors: Vec<String> = created
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .collect();
+    assert!(
+        create_errors.is_empty(),
+        "creating extensions failed: {create_errors:?}"
+    );
+    let created_in = started.elapsed();
+    println!(
+        "bench: {total} ClusterExtensions created in {:.1}s",
+        created_in.as_secs_f64()
+    );
+
+    let mut own_requests = total as u64; // the creates
+    let mut last_report = Instant::now();
+    let installed_in = loop {
+        let list = ce_api.list(&ListParams::default()).await;
+        own_requests += 1;
+        let mut installed = 0usize;
+        let mut waiting: BTreeMap<String, usize> = BTreeMap::new();
+        if let Ok(list) = list {
+            for ce in &list.items {
+                let conditions = ce
+                    .status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or(&[]);
+                let is_installed = find_condition(conditions, ConditionType::Installed)
+                    .is_some_and(|c| c.status.as_str() == "True");
+                if is_installed {
+                    installed += 1;
+                } else {
+                    let reason = find_condition(conditions, ConditionType::Progressing)
+                        .map(|c| c.reason.clone())
+                        .unwrap_or_else(|| "(no status yet)".into());
+                    *waiting.entry(reason).or_default() += 1;
+                }
+            }
+        }
+        if installed >= total {
+            break Some(started.elapsed());
+        }
+        if last_report.elapsed() >= Duration::from_secs(15) {
+            println!(
+                "bench: {:>6.1}s {installed}/{total} installed; waiting by Progressing reason: {waiting:?}; operator-controller RSS {} KiB",
+                started.elapsed().as_secs_f64(),
+                proc_status_kib(pid, "VmRSS")
+            );
+            last_report = Instant::now();
+        }
+        if started.elapsed() > INSTALL_TIMEOUT {
+            println!(
+                "bench: NOT all installed within {}s: {installed}/{total}; {waiting:?}",
+                INSTALL_TIMEOUT.as_secs()
+            );
+            break None;
+        }
+        if let Some(status) = controller.try_exit_status() {
+            panic!(
+                "operator-controller exited ({status}):\n{}",
+                controller.log_tail(40)
+            );
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    };
+    let run_elapsed = started.elapsed();
+    let cpu_run = cpu_seconds(pid) - cpu_before;
+    let metrics_after = apiserver_requests(&client).await;
+    own_requests += 1; // the second /metrics GET is counted before it answers, or not; at most 1
+    let peak_after_run = proc_status_kib(pid, "VmHWM");
+    let load_after_run = loadavg();
+
+    // The rest of the cluster catches up (the controller-manager creates ReplicaSets and Pods,
+    // kwok runs them) and operator-controller sees each Deployment's status change; "idle" only
+    // starts once every installed Deployment is Available.
+    let available_in = wait_all_available(&client, total, started).await;
+
+    // Settling, then idle.
+    tokio::time::sleep(SETTLE).await;
+    let steady_rss = proc_status_kib(pid, "VmRSS");
+    let idle_before = cpu_seconds(pid);
+    let metrics_idle_before = apiserver_requests(&client).await;
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let idle_cpu = cpu_seconds(pid) - idle_before;
+    let metrics_idle_after = apiserver_requests(&client).await;
+    let peak = proc_status_kib(pid, "VmHWM");
+
+    let delta = diff(&metrics_before, &metrics_after);
+    let all: f64 = delta.values().sum();
+    let idle_delta = diff(&metrics_idle_before, &metrics_idle_after);
+    let idle_requests: f64 = idle_delta.values().sum();
+    println!(
+        "\n==== results ({namespaces} namespaces x {packages} packages = {total} ClusterExtensions, tier {:?}) ====",
+        env.control_plane.tier()
+    );
+    match installed_in {
+        Some(t) => println!(
+            "wall time, create start -> all Installed=True: {:.1}s (creates took {:.1}s; poll every {}s)",
+            t.as_secs_f64(),
+            created_in.as_secs_f64(),
+            POLL_INTERVAL.as_secs()
+        ),
+        None => println!(
+            "wall time: NOT all Installed after {:.1}s",
+            run_elapsed.as_secs_f64()
+        ),
+    }
+    match available_in {
+        Some(t) => println!(
+            "every installed Deployment Available (kwok) at {:.1}s after the creates began",
+            t.as_secs_f64()
+        ),
+        None => println!(
+            "NOT every installed Deployment became Available within {}s; idle measured anyway",
+            AVAILABLE_TIMEOUT.as_secs()
+        ),
+    }
+    println!(
+        "operator-controller CPU during the run (utime+stime): {cpu_run:.1}s ({:.2} cores average)",
+        cpu_run / run_elapsed.as_secs_f64()
+    );
+    println!(
+        "operator-controller peak RSS (VmHWM): {} KiB at all-Installed, {peak} KiB at the end",
+        peak_after_run
+    );
+    println!(
+        "operator-controller steady RSS (VmRSS after {}s settling): {steady_rss} KiB",
+        SETTLE.as_secs()
+    );
+    println!(
+        "operator-controller CPU while idle: {idle_cpu:.2}s over {}s ({:.2}% of a core); apiserver requests in that window (all clients, incl. 2 /metrics GETs): {idle_requests:.0}",
+        IDLE_WINDOW.as_secs(),
+        idle_cpu / IDLE_WINDOW.as_secs_f64() * 100.0
+    );
+    print_top(
+        "  idle window by resource and verb (top 8):",
+        &idle_delta,
+        8,
+        None,
+    );
+    println!(
+        "kube-apiserver requests during the run (apiserver_request_total delta, all clients): {all:.0} = {:.1} per extension",
+        all / total as f64
+    );
+    println!(
+        "  of which this benchmark's own (creates, list polls, /metrics): about {own_requests}; the rest per extension: {:.1}",
+        (all - own_requests as f64) / total as f64
+    );
+    print_top("  by resource and verb (top 25):", &delta, 25, Some(total));
+    println!(
+        "load average (1/5/15 min): before the run {load_before}; at all-Installed {load_after_run}; at the end {}",
+        loadavg()
+    );
+
+    controller.stop(Duration::from_secs(10));
+    drop(catalogs);
+}
+
+/// Prints the `count` largest (verb, resource) request counts of `delta`, also per extension
+/// when `per` (the number of extensions) is given.
+fn print_top(
+    title: &str,
+    delta: &BTreeMap<(String, String), f64>,
+    count: usize,
+    per: Option<usize>,
+) {
+    let mut rows: Vec<_> = delta.iter().filter(|(_, v)| **v >= 1.0).collect();
+    rows.sort_by(|a, b| b.1.total_cmp(a.1));
+    println!("{title}");
+    for ((verb, resource), v) in rows.into_iter().take(count) {
+        match per {
+            Some(n) => println!(
+                "    {resource:<40} {verb:<8} {v:>8.0} ({:.2}/extension)",
+                v / n as f64
+            ),
+            None => println!("    {resource:<40} {verb:<8} {v:>8.0}"),
+        }
+    }
+}
+
+/// Waits until `total` Deployments named `bench-p*-controller` are Available; returns the time
+/// since `started`, or None after [`AVAILABLE_TIMEOUT`].
+async fn wait_all_available(
+    client: &kube::Client,
+    total: usize,
+    started: Instant,
+) -> Option<Duration> {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::all(client.clone());
+    let deadline = Instant::now() + AVAILABLE_TIMEOUT;
+    loop {
+        let available = api
+            .list(&ListParams::default())
+            .await
+            .map(|l| {
+                l.items
+                    .iter()
+                    .filter(|d| {
+                        d.metadata
+                            .name
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with("bench-p"))
+                            && d.status
+                                .as_ref()
+                                .and_then(|s| s.conditions.as_ref())
+                                .is_some_and(|c| {
+                                    c.iter()
+                                        .any(|c| c.type_ == "Available" && c.status == "True")
+                                })
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        if available >= total {
+            return Some(started.elapsed());
+        }
+        if Instant::now() > deadline {
+            println!("bench: {available}/{total} Deployments Available at the deadline");
+            return None;
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+/// Writes and pushes the bundle of `package` at 1.0.0: a CSV supporting only OwnNamespace and
+/// SingleNamespace, with namespaced `permissions`, one Deployment, and a ConfigMap.
+async fn push_bundle(registry: &Registry, package: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    write_bundle(dir.path(), package);
+    let tag = format!("bench/{package}-bundle:v1.0.0");
+    images::push_bundle(registry, &tag, dir.path(), package, &["stable"])
+        .await
+        .unwrap();
+    registry.image(&tag)
+}
+
+fn write_bundle(dir: &Path, package: &str) {
+    let manifests = dir.join("manifests");
+    let metadata = dir.join("metadata");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::create_dir_all(&metadata).unwrap();
+    std::fs::write(
+        metadata.join("annotations.yaml"),
+        format!(
+            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: {package}\n  operators.operatorframework.io.bundle.channels.v1: stable\n"
+        ),
+    )
+    .unwrap();
+    let modes: Vec<Value> = [
+        ("OwnNamespace", true),
+        ("SingleNamespace", true),
+        ("MultiNamespace", false),
+        ("AllNamespaces", false),
+    ]
+    .iter()
+    .map(|(m, s)| json!({"type": m, "supported": s}))
+    .collect();
+    let app = format!("{package}-op");
+    let sa = format!("{package}-sa");
+    let csv = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": {"name": bundle_name(package, "1.0.0"), "annotations": {"capabilities": "Basic Install"}},
+        "spec": {
+            "displayName": package,
+            "version": "1.0.0",
+            "provider": {"name": "bench"},
+            "installModes": modes,
+            "install": {"strategy": "deployment", "spec": {
+                "permissions": [{"serviceAccountName": sa, "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+                ]}],
+                "deployments": [{
+                    "name": format!("{package}-controller"),
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": app}},
+                        "template": {
+                            "metadata": {"labels": {"app": app}},
+                            "spec": {
+                                "serviceAccountName": sa,
+                                "containers": [{"name": "manager", "image": "example.invalid/bench/manager:v1"}],
+                            },
+                        },
+                    },
+                }],
+            }},
+        },
+    });
+    std::fs::write(manifests.join("csv.json"), csv.to_string()).unwrap();
+    std::fs::write(
+        manifests.join("configmap.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {package}-config\ndata:\n  version: \"1.0.0\"\n"),
+    )
+    .unwrap();
+}
+
+/// The ClusterExtension installing `package` into `namespace`, watching that namespace.
+fn extension(namespace: &str, package: &str, catalog: &str) -> Value {
+    json!({
+        "apiVersion": "olm.operatorframework.io/v1",
+        "kind": "ClusterExtension",
+        "metadata": {"name": format!("{namespace}-{package}")},
+        "spec": {
+            "namespace": namespace,
+            "config": {"configType": "Inline", "inline": {"watchNamespace": namespace}},
+            "source": {"sourceType": "Catalog", "catalog": {
+                "packageName": package,
+                "selector": {"matchLabels": {olm_e2e::operator_controller::CATALOG_NAME_LABEL: catalog}},
+            }},
+        },
+    })
+}
+
+/// Starts `operator-controller run` managing every ClusterExtension, logging at info.
+async fn start_operator_controller(registry: &Registry) -> (Supervised, tempfile::TempDir) {
+    let env = olm_e2e::shared().await;
+    let bin = Assets::products()
+        .and_then(|a| a.binary("operator-controller"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let scratch = tempfile::tempdir().unwrap();
+    let health = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let spec = Spec::new("operator-controller", bin, scratch.path())
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig_path())
+        .args(["--system-namespace", SYSTEM_NAMESPACE])
+        .arg("--cache-path")
+        .arg(scratch.path().join("cache"))
+        .args(["--metrics-bind-address", "0"])
+        .args([
+            "--health-probe-bind-address",
+            &format!("127.0.0.1:{health}"),
+        ])
+        .args(["--insecure-registries", &registry.host()])
+        .env("RUST_LOG", "info");
+    let mut process = Supervised::start(spec).unwrap_or_else(|e| panic!("{e}"));
+    let ready = format!("http://127.0.0.1:{health}/readyz");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200) {
+            break;
+        }
+        if let Some(status) = process.try_exit_status() {
+            panic!(
+                "operator-controller exited ({status}):\n{}",
+                process.log_tail(40)
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "operator-controller not ready:\n{}",
+            process.log_tail(40)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    (process, scratch)
+}
+
+/// `apiserver_request_total` by (verb, resource), read through the admin client.
+async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, String), f64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(request).await.unwrap();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
+                .map(|v| v.trim_end_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        let mut resource = label("resource");
+        let sub = label("subresource");
+        if !sub.is_empty() {
+            resource = format!("{resource}/{sub}");
+        }
+        if resource.is_empty() {
+            resource = "(non-resource)".into();
+        }
+        *out.entry((label("verb"), resource)).or_default() += value;
+    }
+    out
+}
+
+fn diff(
+    before: &BTreeMap<(String, String), f64>,
+    after: &BTreeMap<(String, String), f64>,
+) -> BTreeMap<(String, String), f64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .collect()
+}
+
+/// A `/proc/PID/status` field in KiB.
+fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// utime + stime of `pid`, in seconds (clock ticks from `getconf CLK_TCK`, 100 when unknown).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some((_, after_comm)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = after_comm.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5); `after_comm` starts at field 3.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
+        .sum();
+    ticks as f64 / clock_ticks()
+}
+
+fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
