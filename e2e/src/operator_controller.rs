@@ -40,7 +40,9 @@ pub struct Options<'a> {
     pub kubeconfig: Option<PathBuf>,
     /// Its cache directory (default: a fresh temporary directory).
     pub cache: Option<PathBuf>,
-    /// Further flags.
+    /// Further flags. Without an `--openshift…` flag among them the controller runs with
+    /// `--openshift=false`: the test plane serves the OpenShift config APIs, and only the tests
+    /// that are about OpenShift gating may write the `olm` ClusterOperator.
     pub args: Vec<String>,
 }
 
@@ -111,6 +113,10 @@ impl OperatorController {
                 "--extension-label-selector",
                 &format!("{INSTANCE_LABEL}={}", opts.instance),
             ])
+            .args(
+                (!opts.args.iter().any(|a| a.starts_with("--openshift")))
+                    .then_some("--openshift=false"),
+            )
             .args(opts.args.iter())
             .env(
                 "RUST_LOG",

@@ -12,9 +12,9 @@
 //! puts it on the ClusterOperator (reference `openshift-upgrade-gating.md` §1.6, §1.7).
 //!
 //! The lifting versions are resolved from a catalog (`e2e/fixtures/gating-catalog/`) served by a
-//! real catalogd and fetched with operator-controller's catalogd client. Not covered here (needs
-//! the ClusterExtension controller): the per-extension `ClusterUpgradeable` condition written on a
-//! real ClusterExtension.
+//! real catalogd and fetched with operator-controller's catalogd client. The per-extension
+//! `ClusterUpgradeable` condition written on a real ClusterExtension by `operator-controller run`
+//! is in [`crate::extension_gating`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -7,10 +7,14 @@
 //! is cancelled (SIGINT/SIGTERM for the binary). Network: the Kubernetes API, catalogd, image
 //! registries, and the health and metrics listeners.
 //!
+//! OpenShift mode ([`RunOptions::openshift`], `--openshift=auto|true|false`) is decided once at
+//! start; when on, the gating loop ([`crate::gating`]) runs beside the controller, its cluster
+//! version cache goes into the reconcile's context (the per-extension `ClusterUpgradeable`
+//! condition) and every change of the cluster version re-queues every ClusterExtension. When off
+//! (`auto` on a cluster without `config.openshift.io/v1`), nothing of it runs.
+//!
 //! Seams for later issues: the certificate provider is chosen in [`RunOptions::cert_provider`]
-//! (issue 12 adds the built-in provider and auto-detection there); OpenShift mode (issue 13)
-//! adds its own options to [`RunOptions`] and its finding to the reconcile's status
-//! computation (`controller::reconcile`).
+//! (issue 12 adds the built-in provider and auto-detection there).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -42,6 +46,7 @@ use crate::cmd::render::CertProviderArg;
 use crate::controller::catalogs;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::{Context, Settings, error_policy, reconcile};
+use crate::gating;
 use olm_operator_core::render::CertProvider;
 
 /// Lease name of operator-controller's leader election (upstream's).
@@ -108,6 +113,8 @@ pub struct Args {
     pub log_format: LogFormat,
     #[command(flatten)]
     pub limits: ServerLimits,
+    #[command(flatten)]
+    pub gating: gating::OpenShiftArgs,
 }
 
 /// Settings of `operator-controller run`.
@@ -131,6 +138,8 @@ pub struct RunOptions {
     pub limits: ServerLimits,
     /// Only ClusterExtensions matching this label selector are managed.
     pub label_selector: Option<String>,
+    /// Whether OpenShift cluster-upgrade gating runs.
+    pub openshift: gating::OpenShiftMode,
 }
 
 impl RunOptions {
@@ -156,6 +165,7 @@ impl RunOptions {
             call_timeout: args.api_call_timeout,
             limits: args.limits,
             label_selector: args.extension_label_selector,
+            openshift: args.gating.openshift,
         }
     }
 }
@@ -178,6 +188,8 @@ pub enum RunError {
     Catalogd(#[from] crate::catalog_source::http::ClientError),
     #[error(transparent)]
     Server(#[from] ServerError),
+    #[error("failed to decide OpenShift mode: {0}")]
+    OpenShift(#[from] gating::GatingError),
 }
 
 impl RunError {
@@ -267,6 +279,22 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         Leadership::always()
     };
 
+    // OpenShift mode, decided once: the gating loop and its cluster version cache.
+    let gating = gating::openshift_enabled(&client, opts.openshift, opts.call_timeout)
+        .await?
+        .then(|| {
+            gating::Gating::new(
+                client.clone(),
+                gating::GatingOptions::from_env(&opts.system_namespace),
+            )
+        });
+    let versions = gating.as_ref().map(gating::Gating::cluster_version);
+    tracing::info!(
+        mode = %opts.openshift,
+        enabled = gating.is_some(),
+        "OpenShift cluster-upgrade gating"
+    );
+
     let (drift, mut drift_events) = DriftWatches::new(client.clone(), 1024);
     let settings = Settings {
         system_namespace: opts.system_namespace.clone(),
@@ -274,16 +302,19 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         data_aware_crd_upgrade_safety: opts.data_aware_crd_upgrade_safety,
         call_timeout: opts.call_timeout,
     };
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        settings,
-        Applier::new(client.clone()),
-        drift,
-        catalogd.clone(),
-        puller,
-        leadership.receiver(),
-        metrics.clone(),
-    ));
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            settings,
+            Applier::new(client.clone()),
+            drift,
+            catalogd.clone(),
+            puller,
+            leadership.receiver(),
+            metrics.clone(),
+        )
+        .with_cluster_versions(versions.clone()),
+    );
 
     let ready = Arc::new(AtomicBool::new(false));
     let stop_servers = CancellationToken::new();
@@ -363,11 +394,23 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         )));
     }
 
+    if let Some(gating) = gating {
+        background.push(tokio::spawn(
+            gating.run(leadership.receiver(), stop_work.clone()),
+        ));
+    }
+    // A new cluster version changes every extension's `ClusterUpgradeable` condition.
+    let version_changes = match &versions {
+        Some(versions) => versions.changes().boxed(),
+        None => futures::stream::pending().boxed(),
+    };
+
     let requeues = futures::stream::unfold(requeue_rx, |mut rx| async move {
         rx.recv().await.map(|r| (r, rx))
     });
     let controller = controller
         .reconcile_all_on(leadership.changes())
+        .reconcile_all_on(version_changes)
         .reconcile_on(requeues)
         .graceful_shutdown_on(stop_work.clone().cancelled_owned())
         .run(reconcile, error_policy, ctx)

@@ -18,11 +18,12 @@
 //! | preflight | CRD upgrade safety, only when installing or upgrading | `Retrying` with the composed message; the old release stays installed |
 //! | apply | record `pending-*` → apply → record `deployed` (previous `superseded`); unchanged: apply again (drift repair) | record `failed`; `Retrying` |
 //! | availability | `Available` from the Deployments applied | – |
-//! | status | [`next_status`], written only when it changed | the error is logged; retried |
+//! | OpenShift mode only: `ClusterUpgradeable` | the deployed release's `olm.maxOpenShiftVersion` at the cached cluster version; when it blocks, the versions in the extension's catalogs that would lift the block ([`cluster_upgradeable`]) | release unreadable: the condition is left as it was; catalogs unreadable: the message says so |
+//! | status | [`next_status`] (plus `ClusterUpgradeable`), written only when it changed | the error is logged; retried |
 //!
-//! The status decisions are `olm_operator_core::status`; the pipeline only collects what it
-//! found into a [`Findings`]. A later step (OpenShift gating, issue 13) can add its own
-//! finding before the status is computed, in [`reconcile_extension`].
+//! The status decisions are `olm_operator_core::status` and `olm_operator_core::gating`; the
+//! pipeline only collects what it found into a [`Findings`]. The `ClusterUpgradeable` condition
+//! is put into the computed status before the one status write, in [`reconcile_extension`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
@@ -40,6 +41,10 @@ use olm_api::v1::{
 use olm_image::Puller;
 use olm_operator_core::apply_plan::{Identity, ObjectRef, Owner};
 use olm_operator_core::bundle;
+use olm_operator_core::gating::{
+    ClusterMinor, ExtensionMetadata, InstalledExtension, Lifting, Verdict, check_extension,
+    extension_condition, lifting_versions_fetched, put_extension_condition,
+};
 use olm_operator_core::release::history::{self, ReleaseState};
 use olm_operator_core::release::manifest::manifest_objects;
 use olm_operator_core::release::render::{ChartObject, PostRenderContext, render_release};
@@ -68,6 +73,7 @@ use super::preflight::{PreflightRequest, crd_upgrade_safety};
 use crate::apply::{Applier, ApplyRequest, DriftWatches, UninstallRequest};
 use crate::bundle_source::{ReadLimits, pull_bundle};
 use crate::catalog_source::http::CatalogdClient;
+use crate::gating::ClusterVersionCache;
 use crate::storage::{ReleaseStore, scopes::discover_scopes};
 
 pub use super::error::ReconcileError;
@@ -103,6 +109,8 @@ pub struct Context {
     leader: watch::Receiver<bool>,
     pub metrics: Metrics,
     backoff: Backoff,
+    /// OpenShift mode: the cluster version the gating loop read (`None`: not OpenShift).
+    cluster_versions: Option<ClusterVersionCache>,
 }
 
 impl Context {
@@ -130,7 +138,14 @@ impl Context {
             leader,
             metrics,
             backoff: Backoff::new(BACKOFF_INITIAL, BACKOFF_CAP),
+            cluster_versions: None,
         }
+    }
+
+    /// OpenShift mode: every status gets the extension's `ClusterUpgradeable` condition.
+    pub fn with_cluster_versions(mut self, versions: Option<ClusterVersionCache>) -> Context {
+        self.cluster_versions = versions;
+        self
     }
 
     pub fn puller(&self) -> Arc<Puller> {
@@ -245,12 +260,15 @@ async fn reconcile_extension(
         deprecation: findings.deprecation,
         available: findings.available,
     };
-    let status = next_status(
+    let mut status = next_status(
         current.status.as_ref(),
         current.metadata.generation,
         &outcome,
         now(),
     );
+    if let Some(versions) = &ctx.cluster_versions {
+        cluster_upgradeable(&current, ctx, versions, &mut status).await;
+    }
     StatusWriter::new(api)
         .write(&current, current.status.as_ref(), &status)
         .await
@@ -265,6 +283,88 @@ async fn reconcile_extension(
     } else {
         Action::requeue(AVAILABILITY_RECHECK)
     })
+}
+
+/// OpenShift mode: puts the extension's `ClusterUpgradeable` condition into `status` (or removes
+/// it: nothing deployed, cluster version unknown). The deployed release is read afresh, so the
+/// condition describes what this reconcile left installed; the catalogs are read only when that
+/// release blocks the cluster's next minor version.
+async fn cluster_upgradeable(
+    extension: &ClusterExtension,
+    ctx: &Context,
+    versions: &ClusterVersionCache,
+    status: &mut olm_api::v1::ClusterExtensionStatus,
+) {
+    let name = extension.name_any();
+    let installed = match ctx.store.installed(&name).await {
+        Ok(installed) => installed,
+        Err(e) => {
+            tracing::info!(extension = %name, error = %e, "could not read the installed release; ClusterUpgradeable left as it was");
+            return;
+        }
+    };
+    let release = installed.as_ref().map(|s| &s.release);
+    let metadata = ExtensionMetadata::from_release(release);
+    let current = versions.current();
+    let lifting = match current {
+        Some(current)
+            if matches!(
+                check_extension(
+                    current,
+                    &InstalledExtension {
+                        name: &name,
+                        metadata
+                    }
+                )
+                .verdict,
+                Verdict::Blocking { .. }
+            ) =>
+        {
+            lifting_versions(extension, ctx, current, release).await
+        }
+        _ => Ok(Vec::new()),
+    };
+    let condition = extension_condition(&name, metadata, current, Lifting::from_result(&lifting));
+    put_extension_condition(
+        &mut status.conditions,
+        condition.as_ref(),
+        extension.metadata.generation,
+        now(),
+    );
+}
+
+/// The bundle versions in the extension's catalogs, under its channels and version range, that
+/// would lift the block at `current` (the resolver's rules, from the installed bundle).
+async fn lifting_versions(
+    extension: &ClusterExtension,
+    ctx: &Context,
+    current: ClusterMinor,
+    release: Option<&Release>,
+) -> Result<Vec<String>, String> {
+    let filter = extension
+        .spec
+        .source
+        .catalog
+        .as_ref()
+        .ok_or_else(|| ValidationError::NoCatalogSource.to_string())?;
+    let installed = release
+        .and_then(|r| history::installed_bundle(std::slice::from_ref(r)))
+        .map(|b| InstalledBundle {
+            name: b.name,
+            version: b.version,
+            release: b.bundle_release,
+        });
+    let views = catalogs::list_catalogs(&ctx.client, ctx.settings.call_timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    let resolver = Resolver::new(filter, installed.as_ref()).map_err(|e| e.to_string())?;
+    let infos: Vec<_> = views.iter().map(catalog_info).collect();
+    let by_name: BTreeMap<String, _> = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
+    let selected = resolver.catalogs_to_search(&infos);
+    let fetched =
+        catalogs::fetch_packages(&ctx.catalogd, &by_name, &selected, resolver.package()).await;
+    lifting_versions_fetched(filter, installed.as_ref(), current, fetched)
+        .map_err(|e| e.to_string())
 }
 
 fn extension_state(status: &olm_api::v1::ClusterExtensionStatus) -> ExtensionState {

@@ -86,7 +86,9 @@
 //!
 //! The lifting versions are only worth their catalog reads when the installed bundle blocks (check
 //! `check_extension(current, ..).verdict` first if the reads are not cached).
-//! That wiring is not in this module: it lands with the ClusterExtension controller.
+//! That wiring is not in this module: it is in `cmd::run` (mode, loop, cache, re-queues) and
+//! `controller::reconcile` (`cluster_upgradeable`, which reads the deployed release afresh after
+//! the pipeline so the condition describes what the reconcile left installed).
 
 use std::collections::BTreeSet;
 use std::future::Future;
