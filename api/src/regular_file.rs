@@ -139,6 +139,27 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
     Ok(buf)
 }
 
+/// Concatenates the regular files directly in `dir` in name order, each read with
+/// [`read_regular`] under `file_limit` and followed by a newline: a directory of PEM CA
+/// certificates (`--pull-cas-dir`, `--catalogd-cas-dir`) becomes one bundle. Entries that are
+/// not regular files (subdirectories, FIFOs, devices) are skipped without being opened; an
+/// oversized file is an error naming it.
+pub fn read_pem_dir(dir: &Path, file_limit: u64) -> Result<Vec<u8>, FileError> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| FileError::io(dir, e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    entries.sort();
+    let mut bundle = Vec::new();
+    for path in entries {
+        bundle.extend_from_slice(&read_regular(&path, file_limit)?);
+        bundle.push(b'\n');
+    }
+    Ok(bundle)
+}
+
 /// A regular file opened by [`open_regular_bounded`]: reads fail once more than the limit has
 /// come out of it (the file grew after it was opened).
 #[derive(Debug)]
@@ -230,6 +251,32 @@ mod tests {
     use std::io::Write;
     use std::os::unix::net::UnixListener;
     use std::process::Command;
+
+    #[test]
+    fn a_pem_directory_is_concatenated_in_name_order_skipping_special_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.pem"), b"B").unwrap();
+        std::fs::write(dir.path().join("a.pem"), b"A").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        assert_eq!(read_pem_dir(dir.path(), 10).unwrap(), b"A\nB\n");
+
+        let missing = read_pem_dir(&dir.path().join("nope"), 10).unwrap_err();
+        assert_eq!(missing.path, dir.path().join("nope"));
+        // A FIFO is skipped, not opened (opening it would block).
+        let fifo = dir.path().join("c.pem");
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert_eq!(read_pem_dir(dir.path(), 10).unwrap(), b"A\nB\n");
+        std::fs::write(dir.path().join("d.pem"), b"0123456789X").unwrap();
+        let e = read_pem_dir(dir.path(), 10).unwrap_err();
+        assert_eq!(e.path, dir.path().join("d.pem"));
+        assert!(matches!(e.kind, FileErrorKind::TooLarge { .. }), "{e}");
+    }
 
     #[test]
     fn a_regular_file_within_the_limit_is_read_whole() {

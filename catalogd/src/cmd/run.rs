@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -15,7 +15,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::{Controller, watcher};
-use olm_api::regular_file::read_regular;
 use olm_api::v1::ClusterCatalog;
 use olm_image::{Puller, PullerConfig};
 use olm_runtime::exit::Exit;
@@ -166,12 +165,6 @@ pub enum RunError {
     Client(#[from] olm_runtime::client::ClientError),
     #[error("failed to prepare the cache directory: {0}")]
     Storage(#[from] crate::storage::StorageError),
-    #[error("failed to read registry CA certificates from {path}: {source}")]
-    Cas {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("failed to read registry CA certificates: {0}")]
     CaFile(#[from] olm_api::regular_file::FileError),
     #[error("failed to create the image puller: {0}")]
@@ -186,7 +179,6 @@ impl RunError {
         match self {
             RunError::Client(olm_runtime::client::ClientError::Read(_))
             | RunError::Client(olm_runtime::client::ClientError::Parse { .. })
-            | RunError::Cas { .. }
             | RunError::CaFile(_)
             | RunError::Server(ServerError::Tls { .. }) => Exit::Invalid,
             _ => Exit::Failed,
@@ -215,26 +207,6 @@ pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
     }
 }
 
-/// Reads every PEM file in a directory into one bundle (each a bounded regular file).
-fn read_cas(dir: &Path) -> Result<Vec<u8>, RunError> {
-    let err = |source| RunError::Cas {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(err)?
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    let mut bundle = Vec::new();
-    for path in entries.into_iter().filter(|p| p.is_file()) {
-        bundle.extend_from_slice(&read_regular(&path, MAX_CA_FILE_BYTES)?);
-        bundle.push(b'\n');
-    }
-    Ok(bundle)
-}
-
 /// Runs until `shutdown` is cancelled.
 pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), RunError> {
     if let Some(files) = &opts.tls {
@@ -245,7 +217,8 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     let mut puller_config = PullerConfig::new(opts.cache_dir.join("unpack"));
     puller_config.insecure_registries = opts.insecure_registries.clone();
     if let Some(dir) = &opts.pull_cas_dir {
-        puller_config.extra_ca_pem = Some(read_cas(dir)?);
+        puller_config.extra_ca_pem =
+            Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);
     }
     let puller = Arc::new(Puller::new(puller_config.clone())?);
     let metrics = Metrics::new();

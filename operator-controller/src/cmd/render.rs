@@ -236,10 +236,12 @@ fn load(args: &RenderArgs) -> Result<bundle::BundleFs, Failure> {
     config.insecure_registries = args.insecure_registries.clone();
     config.limits = bundle_image_limits();
     if let Some(dir) = &args.pull_cas_dir {
-        config.extra_ca_pem = Some(read_cas(dir).map_err(|message| Failure {
-            status: Exit::Usage,
-            message,
-        })?);
+        config.extra_ca_pem = Some(
+            olm_api::regular_file::read_pem_dir(dir, MAX_CONFIG_BYTES).map_err(|e| Failure {
+                status: Exit::Usage,
+                message: format!("error: invalid --pull-cas-dir: {e}"),
+            })?,
+        );
     }
     if let Some(file) = &args.pull_secret {
         let bytes =
@@ -294,23 +296,4 @@ fn cache_dir(flag: Option<&Path>) -> PathBuf {
         })
         .unwrap_or_else(std::env::temp_dir);
     base.join("operator-controller/bundles")
-}
-
-/// The PEM files of `dir`, concatenated in name order.
-fn read_cas(dir: &Path) -> Result<Vec<u8>, String> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("error: invalid --pull-cas-dir {}: {e}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    entries.sort();
-    let mut pem = Vec::new();
-    for path in entries {
-        let bytes = olm_api::regular_file::read_regular(&path, MAX_CONFIG_BYTES)
-            .map_err(|e| format!("error: invalid --pull-cas-dir: {e}"))?;
-        pem.extend_from_slice(&bytes);
-        pem.push(b'\n');
-    }
-    Ok(pem)
 }

@@ -18,7 +18,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -27,7 +27,6 @@ use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
-use olm_api::regular_file::read_regular;
 use olm_api::v1::ClusterExtension;
 use olm_image::{Puller, PullerConfig};
 use olm_runtime::exit::Exit;
@@ -198,7 +197,6 @@ impl RunError {
         match self {
             RunError::Client(olm_runtime::client::ClientError::Read(_))
             | RunError::Client(olm_runtime::client::ClientError::Parse { .. })
-            | RunError::Cas { .. }
             | RunError::CaFile(_)
             | RunError::Catalogd(_) => Exit::Invalid,
             _ => Exit::Failed,
@@ -228,26 +226,6 @@ pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
     }
 }
 
-/// Every PEM file in a directory, concatenated in name order (each a bounded regular file).
-fn read_cas(dir: &Path) -> Result<Vec<u8>, RunError> {
-    let err = |source| RunError::Cas {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(err)?
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    let mut bundle = Vec::new();
-    for path in entries.into_iter().filter(|p| p.is_file()) {
-        bundle.extend_from_slice(&read_regular(&path, MAX_CA_FILE_BYTES)?);
-        bundle.push(b'\n');
-    }
-    Ok(bundle)
-}
-
 /// Runs until `shutdown` is cancelled.
 pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), RunError> {
     let client = olm_runtime::client::client(opts.kubeconfig.as_deref()).await?;
@@ -255,12 +233,14 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     puller_config.insecure_registries = opts.insecure_registries.clone();
     puller_config.limits = bundle_image_limits();
     if let Some(dir) = &opts.pull_cas_dir {
-        puller_config.extra_ca_pem = Some(read_cas(dir)?);
+        puller_config.extra_ca_pem =
+            Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);
     }
     let puller = Arc::new(Puller::new(puller_config.clone())?);
     let mut catalogd_options = ClientOptions::default();
     if let Some(dir) = &opts.catalogd_cas_dir {
-        catalogd_options.extra_ca_pem = Some(read_cas(dir)?);
+        catalogd_options.extra_ca_pem =
+            Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);
     }
     let catalogd = Arc::new(CatalogdClient::new(catalogd_options)?);
     let metrics = Metrics::new();
