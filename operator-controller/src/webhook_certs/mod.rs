@@ -53,17 +53,18 @@ use olm_operator_core::apply_plan::ownership::{
     delete_ownership, stamp, write_ownership,
 };
 use olm_operator_core::apply_plan::{Collision, Gvk, Owner, ResourceInfo};
+use olm_operator_core::render::CertProvider;
 use olm_operator_core::webhook_certs::rotation::{
     CaState, CaStep, CertInfo, IssueReason, Policy, ServingStep, Staged, ca_step, next_check,
     serving_step,
 };
 use olm_operator_core::webhook_certs::{
-    CA_BUNDLE_KEY, CERTIFICATE_KEY, PRIVATE_KEY_KEY, PROVIDER_BUILTIN, PROVIDER_LABEL,
-    ServingNeed, ca_secret_name, serving_needs,
+    CA_BUNDLE_KEY, CERTIFICATE_KEY, PRIVATE_KEY_KEY, PROVIDER_BUILTIN, PROVIDER_LABEL, ServingNeed,
+    ca_secret_name, serving_needs,
 };
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose, PublicKeyData,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, PublicKeyData,
 };
 use serde_json::{Value, json};
 use sha2::Digest as _;
@@ -244,7 +245,9 @@ impl BuiltinCerts {
         }
         let bundle = cas.bundle();
         let Some(active) = &cas.active else {
-            return Err(WebhookCertError::Issue("no active CA after issuing one".into()));
+            return Err(WebhookCertError::Issue(
+                "no active CA after issuing one".into(),
+            ));
         };
 
         // The serving certificates.
@@ -425,6 +428,86 @@ impl BuiltinCerts {
             "apply Secret \"{namespace}/{name}\""
         )))?;
         Ok(())
+    }
+}
+
+/// cert-manager's API group.
+const CERT_MANAGER_GROUP: &str = "cert-manager.io";
+/// The API group of OpenShift's operator configuration, where the service-ca operator's
+/// `servicecas` resource is served.
+const OPENSHIFT_OPERATOR_GROUP: &str = "operator.openshift.io";
+const SERVICE_CA_RESOURCE: &str = "servicecas";
+
+/// The provider `operator-controller run` uses when `--cert-provider` is unset, from API
+/// discovery, once at start:
+///
+/// | served | provider |
+/// |---|---|
+/// | API group `cert-manager.io` (cert-manager's CRDs are installed) | cert-manager (upstream's preference) |
+/// | resource `servicecas` in `operator.openshift.io` (OpenShift's service-ca operator) | OpenShift service-ca |
+/// | neither | built-in |
+///
+/// `config.openshift.io` alone is not taken as service-ca: clusters (and our test plane) serve
+/// the OpenShift config API without the service-ca operator.
+pub async fn detect_provider(
+    client: &kube::Client,
+    call_timeout: Duration,
+) -> Result<CertProvider, ApiFailure> {
+    let groups = bounded(call_timeout, client.list_api_groups()).await?;
+    if groups.groups.iter().any(|g| g.name == CERT_MANAGER_GROUP) {
+        return Ok(CertProvider::CertManager);
+    }
+    if let Some(group) = groups
+        .groups
+        .iter()
+        .find(|g| g.name == OPENSHIFT_OPERATOR_GROUP)
+    {
+        for version in &group.versions {
+            let resources = bounded(
+                call_timeout,
+                client.list_api_group_resources(&version.group_version),
+            )
+            .await?;
+            if resources
+                .resources
+                .iter()
+                .any(|r| r.name == SERVICE_CA_RESOURCE)
+            {
+                return Ok(CertProvider::OpenShiftServiceCa);
+            }
+        }
+    }
+    Ok(CertProvider::Builtin)
+}
+
+/// The longest a reconcile waits for the next certificate check (a daily look also repairs
+/// what no watch reported).
+const MAX_RECHECK: Duration = Duration::from_secs(24 * 3600);
+
+/// The reconcile's certificate step for the objects it is about to apply: ensures the
+/// Secrets ([`BuiltinCerts::ensure`]), watches Secrets for drift, and sets the CA bundle in
+/// `desired`. Returns when to reconcile again for the next rotation (`None`: no webhooks).
+pub async fn provide(
+    certs: &BuiltinCerts,
+    drift: &crate::apply::DriftWatches,
+    owner: &Owner,
+    install_namespace: &str,
+    desired: &mut [Value],
+) -> Result<Option<Duration>, WebhookCertError> {
+    let Some(ensured) = certs.ensure(owner, install_namespace, desired).await? else {
+        return Ok(None);
+    };
+    drift.watch(&[secret_resource()]);
+    olm_operator_core::webhook_certs::inject_ca_bundle(desired, &ensured.ca_bundle);
+    Ok(Some(ensured.recheck_after.min(MAX_RECHECK)))
+}
+
+/// The note in the extension's status when the built-in provider serves it.
+pub fn status_note(detected: bool) -> String {
+    if detected {
+        "webhook certificates are issued by operator-controller's built-in provider (neither cert-manager nor OpenShift service-ca was detected)".to_owned()
+    } else {
+        "webhook certificates are issued by operator-controller's built-in provider".to_owned()
     }
 }
 
@@ -795,7 +878,10 @@ mod tests {
         let (cert, key, info) = issue_serving(&policy, 1_000_100, &need(), &ca).expect("serving");
         assert_eq!(info.issuer, ca.info.subject);
         assert_eq!(info.dns_names, need().dns_names());
-        assert_eq!(info.not_after, ca.info.not_after, "capped at the CA's expiry");
+        assert_eq!(
+            info.not_after, ca.info.not_after,
+            "capped at the CA's expiry"
+        );
         let data = BTreeMap::from([
             (CERTIFICATE_KEY.to_owned(), cert.clone()),
             (PRIVATE_KEY_KEY.to_owned(), key),
