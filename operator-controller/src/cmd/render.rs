@@ -17,6 +17,10 @@
 //! `watchNamespace`. Images are cached by digest under `--cache-dir` (default
 //! `$XDG_CACHE_HOME/operator-controller/bundles`, else `~/.cache/...`), so a second render of
 //! the same digest reads no layer.
+//!
+//! `--cert-provider builtin` issues, offline and once, what the controller's built-in provider
+//! would (`crate::webhook_certs`): a CA (its key is not printed), one serving Secret per webhook
+//! Service, and the CA bundle in the webhook configurations and conversion CRDs.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
