@@ -297,6 +297,18 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
     })
     .await;
 
+    // Someone deletes the serving Secret: a new serving certificate of the same CA is written.
+    secrets
+        .delete(&fixture.secret(), &Default::default())
+        .await
+        .unwrap();
+    oc.eventually("the deleted serving Secret restored", || async {
+        let restored = serving_cert(&secrets, &fixture.secret()).await?;
+        (restored != cert && verifies(&bundle, &restored, &dns_names[1])).then_some(())
+    })
+    .await;
+    let cert = serving_cert(&secrets, &fixture.secret()).await.unwrap();
+
     // Rotation: a second CA joins the bundle while the first still signs the serving
     // certificate; the serving certificate moves to the second CA while both are trusted;
     // then the first CA leaves the bundle. At every observation the mounted certificate

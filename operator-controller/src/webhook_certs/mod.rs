@@ -231,7 +231,7 @@ impl BuiltinCerts {
             cas.apply(step, &self.policy, now, &owner.name)?;
         }
         let ca_data = cas.data();
-        if ca_secret.as_ref().map(secret_data) != Some(ca_data.clone()) {
+        if needs_write(ca_secret.as_ref(), &ca_data, &CA_KEYS, owner) {
             self.write(
                 owner,
                 install_namespace,
@@ -283,7 +283,7 @@ impl BuiltinCerts {
                 (PRIVATE_KEY_KEY.to_owned(), key_pem),
                 (CA_BUNDLE_KEY.to_owned(), bundle.clone()),
             ]);
-            if stored != data {
+            if needs_write(secret.as_ref(), &data, &SERVING_KEYS, owner) {
                 self.write(
                     owner,
                     install_namespace,
@@ -511,7 +511,43 @@ pub fn status_note(detected: bool) -> String {
     }
 }
 
-/// Why an existing Secret is not this extension's provider Secret (`None`: it is).
+/// The keys of the CA Secret this module owns (absent ones are removed by the apply).
+const CA_KEYS: [&str; 7] = [
+    CA_CERT,
+    CA_KEY,
+    NEXT_CERT,
+    NEXT_KEY,
+    NEXT_SINCE,
+    PREVIOUS_CERT,
+    PREVIOUS_SINCE,
+];
+const SERVING_KEYS: [&str; 3] = [CERTIFICATE_KEY, PRIVATE_KEY_KEY, CA_BUNDLE_KEY];
+
+/// Whether the stored Secret differs from what this module would write, in the keys it owns or
+/// in the labels uninstall selects by. Keys or labels others added are not compared: a Secret
+/// someone annotated is not rewritten on every reconcile (each write is a drift event).
+fn needs_write(
+    stored: Option<&Secret>,
+    desired: &BTreeMap<String, String>,
+    owned_keys: &[&str],
+    owner: &Owner,
+) -> bool {
+    let Some(stored) = stored else {
+        return true;
+    };
+    let data = secret_data(stored);
+    let labels = stored.metadata.labels.as_ref();
+    let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
+    owned_keys.iter().any(|k| data.get(*k) != desired.get(*k))
+        || label(PROVIDER_LABEL) != Some(PROVIDER_BUILTIN)
+        || label(OWNER_KIND_LABEL) != Some(OWNER_KIND)
+        || label(OWNER_NAME_LABEL) != Some(owner.name.as_str())
+}
+
+/// Why an existing Secret is not this extension's provider Secret (`None`: it is): it must pass
+/// the apply layer's write rule (Helm triple of this extension, no other controller) and show
+/// that this provider made it: its label, or (someone removed the label) a controller
+/// ownerReference to this ClusterExtension, which a Secret made by anyone else does not carry.
 fn not_ours(meta: &ObjectMeta, owner: &Owner, install_namespace: &str) -> Option<String> {
     if let Ownership::NotOurs { why } = write_ownership(meta, owner, install_namespace) {
         return Some(why);
@@ -521,7 +557,15 @@ fn not_ours(meta: &ObjectMeta, owner: &Owner, install_namespace: &str) -> Option
         .as_ref()
         .and_then(|l| l.get(PROVIDER_LABEL))
         .is_some_and(|v| v == PROVIDER_BUILTIN);
-    (!labelled).then(|| format!("it has no label {PROVIDER_LABEL}={PROVIDER_BUILTIN}"))
+    let controlled = meta.owner_references.iter().flatten().any(|r| {
+        r.controller == Some(true)
+            && r.kind == OWNER_KIND
+            && r.name == owner.name
+            && r.api_version.starts_with("olm.operatorframework.io/")
+    });
+    (!labelled && !controlled).then(|| {
+        format!("it has no label {PROVIDER_LABEL}={PROVIDER_BUILTIN} and no ownerReference to the extension")
+    })
 }
 
 async fn bounded<T>(
@@ -895,6 +939,100 @@ mod tests {
         ]);
         assert_eq!(read_serving(&data), None);
         assert_eq!(cert_info("not a certificate"), None);
+    }
+
+    fn owner() -> Owner {
+        Owner {
+            name: "ext".into(),
+            uid: "u1".into(),
+        }
+    }
+
+    /// Metadata as [`BuiltinCerts::write`] stamps it.
+    fn ours() -> ObjectMeta {
+        let mut body = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "labels": {PROVIDER_LABEL: PROVIDER_BUILTIN}}});
+        stamp(&mut body, &owner(), "ns", Some("ns"));
+        serde_json::from_value(body["metadata"].clone()).expect("metadata")
+    }
+
+    #[test]
+    fn only_secrets_this_provider_made_for_this_extension_are_ours() {
+        assert_eq!(not_ours(&ours(), &owner(), "ns"), None);
+        // A user's Secret of the same name.
+        assert!(not_ours(&ObjectMeta::default(), &owner(), "ns").is_some());
+        // Another extension's.
+        let other = Owner {
+            name: "other".into(),
+            uid: "u2".into(),
+        };
+        assert!(not_ours(&ours(), &other, "ns").is_some());
+        // The label removed: still ours by the ownerReference (re-applying restores it).
+        let mut unlabelled = ours();
+        unlabelled.labels.as_mut().map(|l| l.remove(PROVIDER_LABEL));
+        assert_eq!(not_ours(&unlabelled, &owner(), "ns"), None);
+        // The Helm triple of this extension on a Secret someone else made (a bundle's own
+        // Secret, say) without our label or ownerReference: not ours.
+        let mut bundle_secret = ours();
+        bundle_secret
+            .labels
+            .as_mut()
+            .map(|l| l.remove(PROVIDER_LABEL));
+        bundle_secret.owner_references = None;
+        assert!(not_ours(&bundle_secret, &owner(), "ns").is_some());
+    }
+
+    #[test]
+    fn secrets_are_rewritten_only_when_owned_keys_or_selecting_labels_differ() {
+        let data = BTreeMap::from([(CERTIFICATE_KEY.to_owned(), "c".to_owned())]);
+        let secret = |meta: ObjectMeta, extra: bool| {
+            let mut d: BTreeMap<String, ByteString> = data
+                .iter()
+                .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
+                .collect();
+            if extra {
+                d.insert("someone-elses".into(), ByteString(b"x".to_vec()));
+            }
+            Secret {
+                metadata: meta,
+                data: Some(d),
+                ..Secret::default()
+            }
+        };
+        assert!(needs_write(None, &data, &SERVING_KEYS, &owner()));
+        assert!(!needs_write(
+            Some(&secret(ours(), false)),
+            &data,
+            &SERVING_KEYS,
+            &owner()
+        ));
+        assert!(!needs_write(
+            Some(&secret(ours(), true)),
+            &data,
+            &SERVING_KEYS,
+            &owner()
+        ));
+        let mut unlabelled = ours();
+        unlabelled.labels.as_mut().map(|l| l.remove(PROVIDER_LABEL));
+        assert!(needs_write(
+            Some(&secret(unlabelled, false)),
+            &data,
+            &SERVING_KEYS,
+            &owner()
+        ));
+        let changed = BTreeMap::from([(CERTIFICATE_KEY.to_owned(), "d".to_owned())]);
+        assert!(needs_write(
+            Some(&secret(ours(), false)),
+            &changed,
+            &SERVING_KEYS,
+            &owner()
+        ));
+        // A key this module owns that should be gone (the previous CA after its overlap).
+        let mut ca = secret(ours(), false);
+        ca.data
+            .as_mut()
+            .map(|d| d.insert(PREVIOUS_CERT.into(), ByteString(b"p".to_vec())));
+        assert!(needs_write(Some(&ca), &data, &CA_KEYS, &owner()));
     }
 
     #[test]
