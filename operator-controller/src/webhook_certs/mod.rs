@@ -39,8 +39,9 @@
 //! and cRLSign; serving certificates carry the three DNS names, extended key usage serverAuth
 //! and an authority key identifier.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::ByteString;
@@ -154,6 +155,10 @@ pub struct BuiltinCerts {
     client: kube::Client,
     policy: Policy,
     call_timeout: Duration,
+    /// Extensions (by name) without webhooks whose namespace was found free of their provider
+    /// Secrets since this process started: their reconciles make no further call here (most
+    /// extensions have no webhooks; one list each after a start is what they cost).
+    no_secrets: Arc<Mutex<HashSet<String>>>,
 }
 
 impl BuiltinCerts {
@@ -162,6 +167,7 @@ impl BuiltinCerts {
             client,
             policy,
             call_timeout,
+            no_secrets: Arc::default(),
         }
     }
 
@@ -187,9 +193,13 @@ impl BuiltinCerts {
             .chain((!needs.is_empty()).then(|| (install_namespace.to_owned(), ca_name.clone())))
             .collect();
         if needs.is_empty() {
-            self.remove_except(owner, install_namespace, &keep).await?;
+            if !self.known_without_secrets(&owner.name, None) {
+                self.remove_except(owner, install_namespace, &keep).await?;
+                self.known_without_secrets(&owner.name, Some(true));
+            }
             return Ok(None);
         }
+        self.known_without_secrets(&owner.name, Some(false));
         let now = unix_now();
 
         // Read everything first: a collision writes nothing.
@@ -315,8 +325,25 @@ impl BuiltinCerts {
         owner: &Owner,
         install_namespace: &str,
     ) -> Result<usize, WebhookCertError> {
-        self.remove_except(owner, install_namespace, &BTreeSet::new())
-            .await
+        let removed = self
+            .remove_except(owner, install_namespace, &BTreeSet::new())
+            .await?;
+        self.known_without_secrets(&owner.name, Some(false));
+        Ok(removed)
+    }
+
+    /// Reads (`set: None`) or records whether `extension` is known to have no provider
+    /// Secrets.
+    fn known_without_secrets(&self, extension: &str, set: Option<bool>) -> bool {
+        let mut known = self
+            .no_secrets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match set {
+            None => known.contains(extension),
+            Some(true) => known.insert(extension.to_owned()),
+            Some(false) => known.remove(extension),
+        }
     }
 
     async fn remove_except(
