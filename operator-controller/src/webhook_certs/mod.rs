@@ -30,6 +30,12 @@
 //! | `<extension>-webhook-ca` (`Opaque`) | install namespace | `ca.crt`, `ca.key` (active CA); during a rotation `next-ca.crt`, `next-ca.key`, `next-since` or `previous-ca.crt`, `previous-since` (Unix seconds) |
 //! | `<service>-cert` (`kubernetes.io/tls`) | the Service's | `tls.crt`, `tls.key` (what the volume fix-up mounts), `ca.crt` (the CA bundle) |
 //!
+//! The Secrets are written with the controller's identity, also when `spec.serviceAccount` is
+//! set: they are the provider's, not the bundle's (cert-manager, too, writes its Secrets
+//! itself), and the ServiceAccount needs no permission on Secrets for them. Uninstall and the
+//! removal of unneeded Secrets cover the install namespace, where the renderer puts every
+//! webhook Service.
+//!
 //! A Secret of one of these names that exists without this extension's ownership metadata and
 //! [`PROVIDER_LABEL`] is a collision (the apply layer's rule and upstream's message); nothing is
 //! written then. Keys are never logged, never put into the status or events: logs name the
