@@ -15,6 +15,7 @@
 //! | resolve | the resolver over the package content of the selected catalogs | §3.6 fallback ([`fallback::on_resolution_failure`]): keep the installed release applied, or report `Retrying` |
 //! | pull, parse, render | bundle image (cached by digest per extension), registry+v1 parse, upstream's renderer | wrapped `error for resolved bundle …`; configuration errors terminal |
 //! | release state | Helm's chart and manifest, compared with the last record; a new bundle identity with an identical manifest is an upgrade too | – |
+//! | webhook certificates | built-in provider only: its Secrets beside the release, the CA bundle into the objects to apply (not the manifest), the next rotation as a requeue ([`crate::webhook_certs`]) | `Retrying` (a foreign Secret: upstream's collision message) |
 //! | preflight | CRD upgrade safety, only when installing or upgrading | `Retrying` with the composed message; the old release stays installed |
 //! | apply | record `pending-*` → apply → record `deployed` (previous `superseded`); unchanged: apply again (drift repair) | record `failed`; `Retrying` |
 //! | availability | `Available` from the Deployments applied | – |
