@@ -172,8 +172,8 @@ pub fn inject_ca_bundle(objects: &mut [Value], bundle_pem: &str) -> usize {
     count
 }
 
-/// The `caBundle` values (decoded) of the client configs [`inject_ca_bundle`] sets, per object
-/// `(kind, name)`; for tests and diagnostics.
+/// The `caBundle` values (decoded; `None`: absent or not base64) of the client configs of
+/// `object` that [`inject_ca_bundle`] sets; for tests and diagnostics.
 pub fn injected_bundles(object: &Value) -> Vec<Option<Vec<u8>>> {
     client_configs(object)
         .into_iter()
