@@ -433,10 +433,31 @@ async fn a_foreign_secret_of_the_serving_secrets_name_is_a_collision_and_left_al
             one_bundle(&client, &name, &fixture.crd()).await
         })
         .await;
-    assert!(verifies(
-        &bundle,
-        &cert,
-        &format!("{}.{ns}.svc", fixture.service())
-    ));
+    let dns = format!("{}.{ns}.svc", fixture.service());
+    assert!(verifies(&bundle, &cert, &dns));
+
+    // The CA Secret deleted: its key is gone, so a new CA replaces it in every bundle and
+    // signs a new serving certificate.
+    let ca_secret = format!("{name}-webhook-ca");
+    assert!(secrets.get_opt(&ca_secret).await.unwrap().is_some());
+    secrets
+        .delete(&ca_secret, &Default::default())
+        .await
+        .unwrap();
+    oc.eventually(
+        "a new CA in every bundle, signing the serving certificate",
+        || async {
+            let new_bundle = one_bundle(&client, &name, &fixture.crd()).await?;
+            let new_cert = serving_cert(&secrets, &fixture.secret()).await?;
+            secrets.get_opt(&ca_secret).await.ok()??;
+            (new_bundle != bundle
+                && verifies(&new_bundle, &new_cert, &dns)
+                && !verifies(&bundle, &new_cert, &dns))
+            .then_some(())
+        },
+    )
+    .await;
     delete_extension(&oc, &api, &name).await;
+    assert!(secrets.get_opt(&ca_secret).await.unwrap().is_none());
+    assert!(secrets.get_opt(&fixture.secret()).await.unwrap().is_none());
 }
