@@ -66,8 +66,9 @@ use olm_operator_core::webhook_certs::rotation::{
     serving_step,
 };
 use olm_operator_core::webhook_certs::{
-    CA_BUNDLE_KEY, CERTIFICATE_KEY, PRIVATE_KEY_KEY, PROVIDER_BUILTIN, PROVIDER_LABEL, ServingNeed,
-    ca_secret_name, serving_needs,
+    CA_BUNDLE_KEY, CERT_MANAGER_GROUP, CERTIFICATE_KEY, OPENSHIFT_OPERATOR_GROUP, PRIVATE_KEY_KEY,
+    PROVIDER_BUILTIN, PROVIDER_LABEL, ServingNeed, ca_secret_name, detected_provider,
+    serving_needs,
 };
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -464,36 +465,22 @@ impl BuiltinCerts {
     }
 }
 
-/// cert-manager's API group.
-const CERT_MANAGER_GROUP: &str = "cert-manager.io";
-/// The API group of OpenShift's operator configuration, where the service-ca operator's
-/// `servicecas` resource is served.
-const OPENSHIFT_OPERATOR_GROUP: &str = "operator.openshift.io";
-const SERVICE_CA_RESOURCE: &str = "servicecas";
-
 /// The provider `operator-controller run` uses when `--cert-provider` is unset, from API
-/// discovery, once at start:
-///
-/// | served | provider |
-/// |---|---|
-/// | API group `cert-manager.io` (cert-manager's CRDs are installed) | cert-manager (upstream's preference) |
-/// | resource `servicecas` in `operator.openshift.io` (OpenShift's service-ca operator) | OpenShift service-ca |
-/// | neither | built-in |
-///
-/// `config.openshift.io` alone is not taken as service-ca: clusters (and our test plane) serve
-/// the OpenShift config API without the service-ca operator.
+/// discovery, once at start (the decision and its table:
+/// [`olm_operator_core::webhook_certs::detected_provider`]). The resources of
+/// `operator.openshift.io` are read only when that group is served and cert-manager's is not.
 pub async fn detect_provider(
     client: &kube::Client,
     call_timeout: Duration,
 ) -> Result<CertProvider, ApiFailure> {
     let groups = bounded(call_timeout, client.list_api_groups()).await?;
-    if groups.groups.iter().any(|g| g.name == CERT_MANAGER_GROUP) {
-        return Ok(CertProvider::CertManager);
-    }
-    if let Some(group) = groups
-        .groups
-        .iter()
-        .find(|g| g.name == OPENSHIFT_OPERATOR_GROUP)
+    let names: Vec<String> = groups.groups.iter().map(|g| g.name.clone()).collect();
+    let mut openshift_operator_resources = Vec::new();
+    if !names.iter().any(|g| g == CERT_MANAGER_GROUP)
+        && let Some(group) = groups
+            .groups
+            .iter()
+            .find(|g| g.name == OPENSHIFT_OPERATOR_GROUP)
     {
         for version in &group.versions {
             let resources = bounded(
@@ -501,16 +488,10 @@ pub async fn detect_provider(
                 client.list_api_group_resources(&version.group_version),
             )
             .await?;
-            if resources
-                .resources
-                .iter()
-                .any(|r| r.name == SERVICE_CA_RESOURCE)
-            {
-                return Ok(CertProvider::OpenShiftServiceCa);
-            }
+            openshift_operator_resources.extend(resources.resources.into_iter().map(|r| r.name));
         }
     }
-    Ok(CertProvider::Builtin)
+    Ok(detected_provider(&names, &openshift_operator_resources))
 }
 
 /// The longest a reconcile waits for the next certificate check (a daily look also repairs

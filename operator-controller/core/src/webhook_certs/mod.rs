@@ -81,6 +81,44 @@ pub fn serving_secret_name(service: &str) -> String {
     object_name_for_base_and_suffix(service, "cert")
 }
 
+/// cert-manager's API group.
+pub const CERT_MANAGER_GROUP: &str = "cert-manager.io";
+/// The API group of OpenShift's operator configuration, where the service-ca operator's
+/// `servicecas` resource is served.
+pub const OPENSHIFT_OPERATOR_GROUP: &str = "operator.openshift.io";
+/// The service-ca operator's resource in [`OPENSHIFT_OPERATOR_GROUP`].
+pub const SERVICE_CA_RESOURCE: &str = "servicecas";
+
+/// The certificate provider when none is configured, from what API discovery lists: the
+/// served API group names, and the resource names of [`OPENSHIFT_OPERATOR_GROUP`] (empty when
+/// not read).
+///
+/// | served | provider |
+/// |---|---|
+/// | API group `cert-manager.io` (cert-manager's CRDs are installed) | cert-manager (upstream's preference when both are possible) |
+/// | resource `servicecas` in `operator.openshift.io` (OpenShift's service-ca operator) | OpenShift service-ca |
+/// | neither | built-in |
+///
+/// `config.openshift.io` alone is not taken as service-ca: clusters (and our test plane) serve
+/// the OpenShift config API without the service-ca operator.
+pub fn detected_provider(
+    groups: &[String],
+    openshift_operator_resources: &[String],
+) -> crate::render::CertProvider {
+    use crate::render::CertProvider;
+    if groups.iter().any(|g| g == CERT_MANAGER_GROUP) {
+        CertProvider::CertManager
+    } else if groups.iter().any(|g| g == OPENSHIFT_OPERATOR_GROUP)
+        && openshift_operator_resources
+            .iter()
+            .any(|r| r == SERVICE_CA_RESOURCE)
+    {
+        CertProvider::OpenShiftServiceCa
+    } else {
+        CertProvider::Builtin
+    }
+}
+
 /// The serving certificates `objects` need: one per Service a webhook client config of the set
 /// names (namespace defaulted to `install_namespace`), sorted and without duplicates.
 pub fn serving_needs(objects: &[Value], install_namespace: &str) -> Vec<ServingNeed> {
@@ -288,6 +326,41 @@ mod tests {
         // A second injection replaces the value (a rotated bundle).
         inject_ca_bundle(&mut objects, "NEW");
         assert_eq!(injected_bundles(&objects[1]), vec![Some(b"NEW".to_vec())]);
+    }
+
+    #[test]
+    fn detection_prefers_cert_manager_then_service_ca_then_builtin() {
+        use crate::render::CertProvider;
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let openshift = v(&["config.openshift.io", "operator.openshift.io"]);
+        assert_eq!(
+            detected_provider(&v(&["apps", "cert-manager.io"]), &[]),
+            CertProvider::CertManager
+        );
+        let mut both = openshift.clone();
+        both.push("cert-manager.io".into());
+        assert_eq!(
+            detected_provider(&both, &v(&["servicecas"])),
+            CertProvider::CertManager
+        );
+        assert_eq!(
+            detected_provider(&openshift, &v(&["servicecas", "consoles"])),
+            CertProvider::OpenShiftServiceCa
+        );
+        // The OpenShift config API alone (our test plane) or operator.openshift.io without
+        // the service-ca operator: built-in.
+        assert_eq!(
+            detected_provider(&v(&["config.openshift.io"]), &[]),
+            CertProvider::Builtin
+        );
+        assert_eq!(
+            detected_provider(&openshift, &v(&["consoles"])),
+            CertProvider::Builtin
+        );
+        assert_eq!(
+            detected_provider(&v(&["apps"]), &v(&["servicecas"])),
+            CertProvider::Builtin
+        );
     }
 
     #[test]
