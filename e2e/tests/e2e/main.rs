@@ -22,5 +22,7 @@ mod extension_upgrade;
 mod gating;
 mod loopback;
 mod openshift;
+mod release_images;
+mod release_manifest;
 mod release_storage;
 mod support;
