@@ -52,6 +52,9 @@ enum Command {
         /// CA bundle copied into the images for HTTPS registries.
         #[arg(long, default_value = image::HOST_CA_BUNDLE)]
         ca_bundle: PathBuf,
+        /// Keep the binaries' DWARF debug information (by default it is stripped with objcopy).
+        #[arg(long)]
+        keep_debug: bool,
         /// Write `{"catalogd": "<ref>@sha256:…", …}` here (input of `manifest --images`).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -85,6 +88,7 @@ async fn main() -> ExitCode {
             revision,
             source,
             ca_bundle,
+            keep_debug,
             out,
         } => {
             images(ImagesArgs {
@@ -97,6 +101,7 @@ async fn main() -> ExitCode {
                 revision,
                 source,
                 ca_bundle,
+                keep_debug,
                 out,
             })
             .await
@@ -127,6 +132,7 @@ struct ImagesArgs {
     revision: String,
     source: String,
     ca_bundle: PathBuf,
+    keep_debug: bool,
     out: Option<PathBuf>,
 }
 
@@ -164,6 +170,7 @@ async fn images(args: ImagesArgs) -> Result<(), String> {
             source: args.source.clone(),
             ca_bundle: Some(args.ca_bundle.clone()),
             platform: olm_image::Platform::host(),
+            strip_debug: !args.keep_debug,
         };
         let built = image::build(&input).map_err(|e| e.to_string())?;
         let reference = image::push(&pusher, &format!("{registry}/{name}"), &args.tag, &built)

@@ -8,7 +8,7 @@
 //!
 //! | path                                   | why                                                   |
 //! |----------------------------------------|-------------------------------------------------------|
-//! | `/usr/local/bin/<name>`                | the binary, the image's entrypoint                    |
+//! | `/usr/local/bin/<name>`                | the binary (DWARF stripped unless kept), the entrypoint |
 //! | the libraries `ldd` lists, same paths  | a glibc binary's loader, libc, libm, libgcc_s; none for a static binary |
 //! | `/etc/passwd`, `/etc/group`            | the non-root user 65532 (`nonroot`) the image runs as |
 //! | `/etc/ssl/certs/ca-certificates.crt`   | catalogs and bundles may live on public HTTPS registries; rustls reads the system bundle |
@@ -63,6 +63,9 @@ pub struct ImageInput {
     pub ca_bundle: Option<PathBuf>,
     /// The platform the binary is built for.
     pub platform: Platform,
+    /// Remove DWARF debug information from the image's copy of the binary (`objcopy
+    /// --strip-debug`; symbols stay, so backtraces keep function names).
+    pub strip_debug: bool,
 }
 
 /// Building a product image failed.
@@ -77,6 +80,8 @@ pub enum ImageBuildError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("failed to strip debug information from {path:?} with objcopy: {reason}")]
+    Strip { path: PathBuf, reason: String },
     #[error("failed to build the image of {name}: {reason}")]
     Build { name: String, reason: String },
     #[error(transparent)]
@@ -165,9 +170,33 @@ fn stage_text(root: &Path, inside: &str, text: &str) -> Result<(), ImageBuildErr
     std::fs::write(&to, text).map_err(io_at(&to))
 }
 
+fn strip_debug(path: &Path) -> Result<(), ImageBuildError> {
+    let failed = |reason: String| ImageBuildError::Strip {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let output = std::process::Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(path)
+        .output()
+        .map_err(|e| failed(e.to_string()))?;
+    if !output.status.success() {
+        return Err(failed(format!(
+            "{}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
 /// Writes the image root for `input` into the empty directory `root`.
 pub fn stage_root(input: &ImageInput, root: &Path) -> Result<(), ImageBuildError> {
-    stage_file(root, &format!("{BINARY_DIR}/{}", input.name), &input.binary)?;
+    let binary = format!("{BINARY_DIR}/{}", input.name);
+    stage_file(root, &binary, &input.binary)?;
+    if input.strip_debug {
+        strip_debug(&root.join(binary.trim_start_matches('/')))?;
+    }
     for library in shared_libraries(&input.binary)? {
         let inside = library.to_string_lossy().into_owned();
         stage_file(root, &inside, &library)?;

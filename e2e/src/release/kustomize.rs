@@ -396,10 +396,16 @@ fn sort_legacy(objects: &mut [Value]) {
 
 /// The objects as one multi-document YAML stream.
 pub fn to_yaml(objects: &[Value]) -> Result<String, serde_saphyr::ser::Error> {
+    // Long one-line strings (image references, CEL rules) stay on one line rather than folded.
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.folded_wrap_chars = 100_000;
     let mut out = String::new();
     for object in objects {
         out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(object)?);
+        out.push_str(&serde_saphyr::to_string_with_options(
+            object,
+            options.clone(),
+        )?);
         if !out.ends_with('\n') {
             out.push('\n');
         }

@@ -77,6 +77,8 @@ fn input(name: &str) -> ImageInput {
             .is_file()
             .then(|| PathBuf::from(HOST_CA_BUNDLE)),
         platform: Platform::host(),
+        // What `make images` does; it also makes the debug binaries' images small and quick.
+        strip_debug: true,
     }
 }
 
