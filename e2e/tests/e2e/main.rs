@@ -21,6 +21,7 @@ mod extension_takeover;
 mod extension_upgrade;
 mod gating;
 mod loopback;
+mod olm_upgrade;
 mod openshift;
 mod release_images;
 mod release_manifest;

@@ -161,7 +161,11 @@ fn the_release_manifest_pins_every_image_by_digest() {
 }
 
 /// Server-side apply of one object as `olm-install` (hack/install.sh's field manager).
-async fn apply(client: &kube::Client, object: &Value, dry_run: bool) -> Result<(), kube::Error> {
+pub async fn apply(
+    client: &kube::Client,
+    object: &Value,
+    dry_run: bool,
+) -> Result<(), kube::Error> {
     let (group, version) = object["apiVersion"]
         .as_str()
         .unwrap()
