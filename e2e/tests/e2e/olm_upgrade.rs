@@ -112,14 +112,15 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
     let oc_cache = tempfile::tempdir().unwrap();
     let catalogd_instance = unique_name("cd");
     let oc_instance = unique_name("oc");
-    let start_catalogd = |identity: &'static str| {
+    let start_catalogd = |identity: &'static str, content_port: Option<u16>| {
         Catalogd::start(CatalogdOptions {
             instance: catalogd_instance.clone(),
-            registry,
             cache: Some(catalogd_cache.path().to_path_buf()),
             leader_election_namespace: Some(&system),
             identity: Some(identity),
             kubeconfig: Some(catalogd_kubeconfig.clone()),
+            content_port,
+            ..CatalogdOptions::new(registry)
         })
     };
     let start_oc = || {
@@ -133,7 +134,7 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
     };
 
     // The "old" OLM: a catalog served, an extension installed.
-    let mut old_catalogd = start_catalogd("catalogd-old").await;
+    let mut old_catalogd = start_catalogd("catalogd-old", None).await;
     let mut old_oc = start_oc().await;
     let catalog_api = catalogs().await;
     let catalog = old_catalogd
@@ -150,13 +151,23 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
     let extension_api = extensions().await;
     let extension = unique_name("ext");
     create_extension(old_oc.extension(&extension, &ns, &package, &catalog, None)).await;
-    let installed_before = old_oc
+    old_oc
         .wait_condition(
             &extension_api,
             &extension,
             ConditionType::Installed,
             "True",
             "Succeeded",
+        )
+        .await;
+    // Settled: the installed Deployment is Available too, so nothing is left to change.
+    let installed_before = old_oc
+        .wait_condition(
+            &extension_api,
+            &extension,
+            ConditionType::Available,
+            "True",
+            "ProbesSucceeded",
         )
         .await;
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
@@ -181,9 +192,16 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
     );
 
     // The upgrade: both replaced by a new start, keeping their cache volumes.
+    // The catalogd Service keeps its address in a cluster; here the new process takes the old
+    // one's port, so `status.urls.base` stays valid.
+    let content_port = old_catalogd
+        .content_root
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok());
     old_catalogd.stop();
     old_oc.stop(std::time::Duration::from_secs(10));
-    let new_catalogd = start_catalogd("catalogd-new").await;
+    let new_catalogd = start_catalogd("catalogd-new", content_port).await;
     let new_oc = start_oc().await;
 
     // The new catalogd serves the same content, from its disk.
