@@ -151,7 +151,7 @@ async fn product_images_are_reproducible_have_no_shell_and_run_from_their_root_a
         let unpacked = puller
             .pull(
                 &unique_name("release"),
-                &reference,
+                reference,
                 ExtractFilter::Everything,
             )
             .await
