@@ -224,26 +224,25 @@ async fn the_release_manifest_applies_to_the_control_plane_and_kwok_runs_its_pod
         Some(kubectl) => {
             // `config/` itself installs with kubectl's kustomize (images left as `catalogd:latest`
             // and `operator-controller:latest`; the server checks everything else).
-            for variant in [Variant::Standalone] {
-                let output = std::process::Command::new(&kubectl)
-                    .args([
-                        "apply",
-                        "--server-side",
-                        "--force-conflicts",
-                        "--dry-run=server",
-                        "-k",
-                    ])
-                    .arg(root.join(variant.config_dir()))
-                    .env("KUBECONFIG", env.kubeconfig_path())
-                    .output()
-                    .unwrap();
-                assert!(
-                    output.status.success(),
-                    "kubectl apply -k {}: {}",
-                    variant.config_dir(),
-                    String::from_utf8_lossy(&output.stderr)
-                );
-            }
+            let variant = Variant::Standalone;
+            let output = std::process::Command::new(&kubectl)
+                .args([
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    "--dry-run=server",
+                    "-k",
+                ])
+                .arg(root.join(variant.config_dir()))
+                .env("KUBECONFIG", env.kubeconfig_path())
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "kubectl apply -k {}: {}",
+                variant.config_dir(),
+                String::from_utf8_lossy(&output.stderr)
+            );
             let file = tempfile::NamedTempFile::new().unwrap();
             std::fs::write(file.path(), &text).unwrap();
             let output = std::process::Command::new(root.join("hack/install.sh"))
