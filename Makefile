@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(OLM_CACHE_DIR)/target
 TOOLS_ENV := $(OLM_CACHE_DIR)/tools.env
 BIN_DIR := $(CARGO_TARGET_DIR)/debug
 
-.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench bench-extensions clean help fuzz fuzz-build
+.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench bench-extensions clean help fuzz fuzz-build images release-manifest deploy
 
 all: build
 
@@ -21,6 +21,9 @@ help:
 	@echo "make manifests  regenerate config/crd and config/openshift from the Rust types"
 	@echo "make bench      benchmarks (see docs/PERFORMANCE.md)"
 	@echo "make fuzz       run every fuzz target for FUZZ_SECONDS each (nightly + cargo-fuzz; docs/FUZZING.md)"
+	@echo "make images IMAGE_REGISTRY=host/path   build both container images and push them"
+	@echo "make release-manifest                  the install manifests for those images, in RELEASE_DIR"
+	@echo "make deploy                            install them on the cluster kubectl talks to"
 
 build:
 	cargo build --workspace --bins
@@ -99,6 +102,39 @@ fuzz:
 	  mkdir -p "$(FUZZ_CORPUS_DIR)/$$t"; \
 	  (cd fuzz && CARGO_TARGET_DIR="$(CARGO_TARGET_DIR)-fuzz" cargo +nightly fuzz run "$$t" "$(FUZZ_CORPUS_DIR)/$$t" "corpus/$$t" -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096) || exit 1; \
 	done
+
+# Release (README, "Install on a cluster"). `make images` builds both binaries (IMAGE_PROFILE,
+# release by default), makes a minimal image of each with our own OCI code (no Docker, no base
+# image) and pushes it to $(IMAGE_REGISTRY)/catalogd and $(IMAGE_REGISTRY)/operator-controller;
+# IMAGE_INSECURE=1 speaks plain HTTP to a local registry. The pushed digests go to
+# $(RELEASE_DIR)/images.json, which `make release-manifest` pins into one manifest per TLS variant.
+IMAGE_REGISTRY ?=
+IMAGE_TAG ?=
+IMAGE_INSECURE ?=
+IMAGE_PROFILE ?= release
+IMAGE_SOURCE ?= $(shell git config --get remote.origin.url 2>/dev/null || echo unknown)
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+RELEASE_DIR ?= _release
+IMAGE_BIN_DIR := $(CARGO_TARGET_DIR)/$(if $(filter dev,$(IMAGE_PROFILE)),debug,$(IMAGE_PROFILE))
+
+images:
+	@test -n "$(IMAGE_REGISTRY)" || { echo "make images needs IMAGE_REGISTRY=host[:port]/path" >&2; exit 1; }
+	cargo build --profile $(IMAGE_PROFILE) -p catalogd -p operator-controller --bins
+	mkdir -p $(RELEASE_DIR)
+	cargo run -q -p olm-e2e --bin olm-release -- images --bin-dir $(IMAGE_BIN_DIR) \
+	  --registry $(IMAGE_REGISTRY) $(if $(IMAGE_TAG),--tag $(IMAGE_TAG)) $(if $(IMAGE_INSECURE),--insecure) \
+	  --revision $(IMAGE_REVISION) --source $(IMAGE_SOURCE) --out $(RELEASE_DIR)/images.json
+
+release-manifest:
+	cargo run -q -p olm-e2e --bin olm-release -- manifest --images $(RELEASE_DIR)/images.json \
+	  --variant standalone --out $(RELEASE_DIR)/olmv1.yaml
+	cargo run -q -p olm-e2e --bin olm-release -- manifest --images $(RELEASE_DIR)/images.json \
+	  --variant cert-manager --out $(RELEASE_DIR)/olmv1-cert-manager.yaml
+
+# Installs $(MANIFEST) (default: the standalone manifest) and waits until OLM is ready.
+MANIFEST ?= $(RELEASE_DIR)/olmv1.yaml
+deploy:
+	hack/install.sh $(MANIFEST)
 
 clean:
 	cargo clean

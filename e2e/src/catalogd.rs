@@ -53,6 +53,9 @@ pub struct Options<'a> {
     pub identity: Option<&'a str>,
     /// Kubeconfig to run with (default: the cluster admin's).
     pub kubeconfig: Option<PathBuf>,
+    /// The content server's port (default: a free one). A replacement for a stopped catalogd
+    /// passes the old one, as a Service keeps `status.urls.base` stable in a cluster.
+    pub content_port: Option<u16>,
 }
 
 impl<'a> Options<'a> {
@@ -65,6 +68,7 @@ impl<'a> Options<'a> {
             leader_election_namespace: None,
             identity: None,
             kubeconfig: None,
+            content_port: None,
         }
     }
 }
@@ -119,7 +123,7 @@ impl Setup {
             }
         };
         Setup {
-            content: loopback(free_port()),
+            content: loopback(opts.content_port.unwrap_or_else(free_port)),
             health: loopback(free_port()),
             cache,
             owned_cache,

@@ -4,7 +4,10 @@
 //!
 //! Layers built from directories are reproducible: entries sorted by name, mtime fixed, uid/gid 0,
 //! no user or group names, modes 0755 for directories and executables and 0644 otherwise, so the
-//! same directory always yields the same digest.
+//! same directory always yields the same digest. Image configs carry no timestamps (no `created`,
+//! no `history`), so the same layers, labels and [`RuntimeConfig`] give the same manifest digest:
+//! [`BuiltImage`] computes it without a registry, which is how product images are checked to be
+//! reproducible.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -79,7 +82,17 @@ impl Layer {
     /// A gzip layer holding `dir`'s tree under `prefix` (`""` for the image root,
     /// `"configs"` to put the tree in `/configs`). Symlinks are stored as symlinks.
     pub fn from_dir(dir: &Path, prefix: &str) -> Result<Self, PushError> {
-        let mut builder = LayerBuilder::new();
+        Self::from_dir_compressed(dir, prefix, flate2::Compression::default())
+    }
+
+    /// [`Layer::from_dir`] at another gzip level (the level changes the blob digest, never the
+    /// `diff_id`). Large binaries build several times faster at [`flate2::Compression::fast`].
+    pub fn from_dir_compressed(
+        dir: &Path,
+        prefix: &str,
+        level: flate2::Compression,
+    ) -> Result<Self, PushError> {
+        let mut builder = LayerBuilder::with_level(level);
         let prefix = prefix.trim_matches('/');
         if !prefix.is_empty() {
             let mut parent = PathBuf::new();
@@ -171,8 +184,12 @@ impl<W: Write> Write for HashingWriter<W> {
 
 impl LayerBuilder {
     fn new() -> Self {
+        Self::with_level(flate2::Compression::default())
+    }
+
+    fn with_level(level: flate2::Compression) -> Self {
         let writer = HashingWriter {
-            inner: GzEncoder::new(Vec::new(), flate2::Compression::default()),
+            inner: GzEncoder::new(Vec::new(), level),
             hasher: sha2::Sha256::new(),
         };
         let mut tar = tar::Builder::new(writer);
@@ -386,8 +403,123 @@ struct ConfigDoc<'a> {
 
 #[derive(Serialize)]
 struct ConfigInner<'a> {
+    // Empty fields are left out, so fixture images keep the config (and digest) they always had.
+    #[serde(rename = "User", skip_serializing_if = "Option::is_none")]
+    user: Option<&'a str>,
+    #[serde(rename = "Env", skip_serializing_if = "<[String]>::is_empty")]
+    env: &'a [String],
+    #[serde(rename = "Entrypoint", skip_serializing_if = "<[String]>::is_empty")]
+    entrypoint: &'a [String],
+    #[serde(rename = "Cmd", skip_serializing_if = "<[String]>::is_empty")]
+    cmd: &'a [String],
+    #[serde(rename = "WorkingDir", skip_serializing_if = "Option::is_none")]
+    working_dir: Option<&'a str>,
     #[serde(rename = "Labels")]
     labels: &'a BTreeMap<String, String>,
+}
+
+/// How a runtime starts a container from the image (the config's `config` object beyond labels).
+/// The default (all empty) is what fixture images have: content only, nothing to run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// `User`: `uid[:gid]` (numeric, so `runAsNonRoot` can verify it without reading the image).
+    pub user: Option<String>,
+    /// `Env`: `KEY=value` entries.
+    pub env: Vec<String>,
+    /// `Entrypoint`: the program and its leading arguments.
+    pub entrypoint: Vec<String>,
+    /// `Cmd`: default arguments after the entrypoint.
+    pub cmd: Vec<String>,
+    /// `WorkingDir`.
+    pub working_dir: Option<String>,
+}
+
+/// An image manifest with its config, built in memory and not yet pushed: its digest is known
+/// before any registry is involved.
+#[derive(Debug, Clone)]
+pub struct BuiltImage {
+    /// The config blob.
+    pub config: bytes::Bytes,
+    /// The layers, bottom first.
+    pub layers: Vec<Layer>,
+    /// The OCI image manifest body.
+    pub manifest: Vec<u8>,
+}
+
+impl BuiltImage {
+    /// Builds the config and manifest for `spec` started as `runtime` says.
+    pub fn new(spec: &ImageSpec, runtime: &RuntimeConfig) -> Result<Self, serde_json::Error> {
+        let config = ConfigDoc {
+            architecture: &spec.platform.architecture,
+            os: &spec.platform.os,
+            variant: spec.platform.variant.as_deref(),
+            config: ConfigInner {
+                user: runtime.user.as_deref(),
+                env: &runtime.env,
+                entrypoint: &runtime.entrypoint,
+                cmd: &runtime.cmd,
+                working_dir: runtime.working_dir.as_deref(),
+                labels: &spec.labels,
+            },
+            rootfs: RootFs {
+                kind: "layers",
+                diff_ids: spec.layers.iter().map(|l| l.diff_id.as_str()).collect(),
+            },
+        };
+        let config = serde_json::to_vec(&config)?;
+        let manifest = ImageManifest {
+            schema_version: 2,
+            media_type: Some(OCI_MANIFEST.to_string()),
+            config: Descriptor {
+                media_type: OCI_CONFIG.to_string(),
+                digest: sha256_digest(&config),
+                size: config.len() as i64,
+                platform: None,
+                annotations: None,
+            },
+            layers: spec
+                .layers
+                .iter()
+                .map(|layer| Descriptor {
+                    media_type: layer.media_type.clone(),
+                    digest: layer.digest(),
+                    size: layer.data.len() as i64,
+                    platform: None,
+                    annotations: None,
+                })
+                .collect(),
+        };
+        Ok(Self {
+            config: config.into(),
+            layers: spec.layers.clone(),
+            manifest: serde_json::to_vec(&manifest)?,
+        })
+    }
+
+    /// The manifest digest (what `image@sha256:…` names).
+    pub fn digest(&self) -> String {
+        sha256_digest(&self.manifest)
+    }
+}
+
+/// The body of an OCI image index over manifests of one repository, one per platform: what
+/// [`Pusher::push_index`] uploads, computed without a registry.
+pub fn index_body(entries: &[(Platform, PushedImage)]) -> Result<Vec<u8>, serde_json::Error> {
+    let index = ImageIndex {
+        schema_version: 2,
+        media_type: Some(OCI_INDEX.to_string()),
+        manifests: entries
+            .iter()
+            .map(|(platform, pushed)| Descriptor {
+                media_type: pushed.media_type.clone(),
+                digest: pushed.digest.clone(),
+                size: pushed.size,
+                platform: Some(platform.clone()),
+                annotations: None,
+            })
+            .collect(),
+    };
+    serde_json::to_vec(&index)
 }
 
 #[derive(Serialize)]
@@ -530,59 +662,30 @@ impl Pusher {
         reference: &str,
         spec: &ImageSpec,
     ) -> Result<PushedImage, PushError> {
-        let image = Self::parse(reference)?;
-        self.authenticate(&image, reference).await?;
-        let config = ConfigDoc {
-            architecture: &spec.platform.architecture,
-            os: &spec.platform.os,
-            variant: spec.platform.variant.as_deref(),
-            config: ConfigInner {
-                labels: &spec.labels,
-            },
-            rootfs: RootFs {
-                kind: "layers",
-                diff_ids: spec.layers.iter().map(|l| l.diff_id.as_str()).collect(),
-            },
-        };
-        let config_bytes =
-            serde_json::to_vec(&config).map_err(|e| PushError::InvalidReference {
+        let built = BuiltImage::new(spec, &RuntimeConfig::default()).map_err(|e| {
+            PushError::InvalidReference {
                 reference: reference.to_string(),
                 reason: e.to_string(),
-            })?;
-        let config_size = config_bytes.len() as i64;
-        let config_digest = self
-            .push_blob_to(&image, reference, config_bytes.into())
-            .await?;
-        let mut layers = Vec::new();
-        for layer in &spec.layers {
-            let digest = self
-                .push_blob_to(&image, reference, layer.data.clone())
-                .await?;
-            layers.push(Descriptor {
-                media_type: layer.media_type.clone(),
-                digest,
-                size: layer.data.len() as i64,
-                platform: None,
-                annotations: None,
-            });
-        }
-        let manifest = ImageManifest {
-            schema_version: 2,
-            media_type: Some(OCI_MANIFEST.to_string()),
-            config: Descriptor {
-                media_type: OCI_CONFIG.to_string(),
-                digest: config_digest,
-                size: config_size,
-                platform: None,
-                annotations: None,
-            },
-            layers,
-        };
-        let body = serde_json::to_vec(&manifest).map_err(|e| PushError::InvalidReference {
-            reference: reference.to_string(),
-            reason: e.to_string(),
+            }
         })?;
-        self.push_manifest_to(&image, reference, OCI_MANIFEST, body)
+        self.push_built(reference, &built).await
+    }
+
+    /// Pushes an image built with [`BuiltImage::new`]: blobs first, then the manifest.
+    pub async fn push_built(
+        &self,
+        reference: &str,
+        built: &BuiltImage,
+    ) -> Result<PushedImage, PushError> {
+        let image = Self::parse(reference)?;
+        self.authenticate(&image, reference).await?;
+        self.push_blob_to(&image, reference, built.config.clone())
+            .await?;
+        for layer in &built.layers {
+            self.push_blob_to(&image, reference, layer.data.clone())
+                .await?;
+        }
+        self.push_manifest_to(&image, reference, OCI_MANIFEST, built.manifest.clone())
             .await
     }
 
@@ -592,21 +695,7 @@ impl Pusher {
         reference: &str,
         entries: &[(Platform, PushedImage)],
     ) -> Result<PushedImage, PushError> {
-        let index = ImageIndex {
-            schema_version: 2,
-            media_type: Some(OCI_INDEX.to_string()),
-            manifests: entries
-                .iter()
-                .map(|(platform, pushed)| Descriptor {
-                    media_type: pushed.media_type.clone(),
-                    digest: pushed.digest.clone(),
-                    size: pushed.size,
-                    platform: Some(platform.clone()),
-                    annotations: None,
-                })
-                .collect(),
-        };
-        let body = serde_json::to_vec(&index).map_err(|e| PushError::InvalidReference {
+        let body = index_body(entries).map_err(|e| PushError::InvalidReference {
             reference: reference.to_string(),
             reason: e.to_string(),
         })?;
@@ -727,5 +816,36 @@ mod tests {
         );
         assert_eq!(&layer.data[..], b"not a tar");
         assert_eq!(layer.diff_id, sha256_digest(b"not a tar"));
+    }
+
+    #[test]
+    fn built_image_has_no_timestamps_and_the_same_inputs_give_the_same_digest() {
+        let spec = ImageSpec {
+            layers: vec![Layer::from_files(&[(
+                "etc/passwd",
+                "nonroot:x:65532:65532::/:",
+            )])],
+            labels: BTreeMap::from([("org.opencontainers.image.version".into(), "1.0.0".into())]),
+            platform: Platform::default(),
+        };
+        let runtime = RuntimeConfig {
+            user: Some("65532:65532".into()),
+            entrypoint: vec!["/app".into()],
+            ..RuntimeConfig::default()
+        };
+        let first = BuiltImage::new(&spec, &runtime).unwrap();
+        let second = BuiltImage::new(&spec.clone(), &runtime.clone()).unwrap();
+        assert_eq!(first.digest(), second.digest());
+        let config: serde_json::Value = serde_json::from_slice(&first.config).unwrap();
+        assert_eq!(config["config"]["User"], "65532:65532");
+        assert_eq!(config["config"]["Entrypoint"], serde_json::json!(["/app"]));
+        assert!(config.get("created").is_none() && config.get("history").is_none());
+        // Fixture images (no runtime settings) keep the config they always had.
+        let plain = BuiltImage::new(&spec, &RuntimeConfig::default()).unwrap();
+        let plain: serde_json::Value = serde_json::from_slice(&plain.config).unwrap();
+        assert_eq!(
+            plain["config"],
+            serde_json::json!({"Labels": {"org.opencontainers.image.version": "1.0.0"}})
+        );
     }
 }

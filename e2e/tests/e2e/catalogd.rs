@@ -3,7 +3,6 @@
 //! own label, so tests run in parallel without touching each other's catalogs. The harness
 //! (process, waits, the "serving catalog" set-up) is `olm_e2e::catalogd`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use kube::ResourceExt;
@@ -414,19 +413,15 @@ async fn every_replica_serves_content_and_a_follower_takes_over_when_the_leader_
     delete_namespace(&client, &ns).await;
 }
 
-/// The RBAC manifests in `config/rbac/catalogd`, moved into `namespace` and renamed with `suffix`
-/// so parallel runs do not collide.
+/// catalogd's RBAC exactly as the release manifest carries it (`config/rbac/catalogd`, rendered
+/// by olm_e2e::release), moved into `namespace` and renamed with `suffix` so parallel runs do not
+/// collide.
 fn catalogd_rbac(namespace: &str, suffix: &str) -> Vec<serde_json::Value> {
-    let dir = olm_e2e::repo_root().join("config/rbac/catalogd");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+    olm_e2e::release::manifest::component_rbac(&olm_e2e::repo_root(), "catalogd")
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
         .iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(path)
+        .map(|object| {
+            let text = serde_json::to_string(object)
                 .unwrap()
                 .replace("olmv1-system", namespace)
                 .replace(
@@ -437,7 +432,7 @@ fn catalogd_rbac(namespace: &str, suffix: &str) -> Vec<serde_json::Value> {
                     "catalogd-manager-rolebinding",
                     &format!("catalogd-manager-rolebinding-{suffix}"),
                 );
-            serde_saphyr::from_str::<serde_json::Value>(&text).unwrap()
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()
         })
         .collect()
 }

@@ -1,5 +1,5 @@
-//! operator-controller with exactly the permissions of `config/rbac/operator-controller`, as
-//! its ServiceAccount (as catalogd's RBAC test does for catalogd).
+//! operator-controller with exactly the permissions of `config/rbac/operator-controller` (the
+//! release manifest's RBAC), as its ServiceAccount (as catalogd's RBAC test does for catalogd).
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
@@ -10,26 +10,22 @@ use olm_e2e::operator_controller::{OperatorController, Options};
 use crate::extension_install::{Fixture, create_extension, delete_extension, extensions};
 use crate::support::{create_namespace, delete_namespace, unique_name};
 
-/// The manifests in `config/rbac/operator-controller`, moved into `namespace` and renamed with
-/// `suffix` so parallel runs do not collide.
+/// operator-controller's RBAC exactly as the release manifest carries it
+/// (`config/rbac/operator-controller`, rendered by olm_e2e::release), moved into `namespace` and
+/// renamed with `suffix` so parallel runs do not collide.
 fn rbac(namespace: &str, suffix: &str) -> Vec<serde_json::Value> {
-    let dir = olm_e2e::repo_root().join("config/rbac/operator-controller");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
+    olm_e2e::release::manifest::component_rbac(&olm_e2e::repo_root(), "operator-controller")
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
         .iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(path)
+        .map(|object| {
+            let text = serde_json::to_string(object)
                 .unwrap()
                 .replace("olmv1-system", namespace)
                 .replace(
                     "operator-controller-manager-rolebinding",
                     &format!("operator-controller-manager-rolebinding-{suffix}"),
                 );
-            serde_saphyr::from_str::<serde_json::Value>(&text).unwrap()
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()
         })
         .collect()
 }
