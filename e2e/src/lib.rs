@@ -6,8 +6,10 @@
 //!   set-up; [`images`]: fixture images and the push-then-pull set-up; [`eventually`]: waiting.
 //! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
 //!   binary discovery and listening-socket inspection.
+//! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
 
 pub mod assets;
+pub mod bench;
 pub mod catalogd;
 pub mod control_plane;
 pub mod dev_env;
