@@ -11,6 +11,8 @@
 //!   pipeline, its errors, metrics and the CRD upgrade-safety preflight.
 //! - [`gating`]: OpenShift cluster-upgrade gating: the `olm` ClusterOperator's `Upgradeable`
 //!   condition from installed extensions' `olm.maxOpenShiftVersion`, and the cached cluster version.
+//! - [`webhook_certs`]: the built-in webhook certificate provider (CA and serving certificates
+//!   in Secrets beside the release, rotation, removal).
 //! - [`storage`]: installed state (Helm release records in chunked Secrets) through the
 //!   Kubernetes API.
 
@@ -22,4 +24,5 @@ pub mod cmd;
 pub mod controller;
 pub mod gating;
 pub mod storage;
+pub mod webhook_certs;
 pub use olm_operator_core::resolve;

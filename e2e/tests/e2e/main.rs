@@ -24,3 +24,4 @@ mod loopback;
 mod openshift;
 mod release_storage;
 mod support;
+mod webhook_certs;

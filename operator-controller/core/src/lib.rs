@@ -22,6 +22,8 @@
 //! - [`status`]: the ClusterExtension status a reconcile publishes, and the policy after a
 //!   failed resolution.
 //! - [`catalog_changes`]: which ClusterExtensions a ClusterCatalog change concerns.
+//! - [`webhook_certs`]: the built-in webhook certificate provider: which certificates, when
+//!   they rotate, and the CA bundle injected into webhook configurations and CRDs.
 
 pub mod apply_plan;
 pub mod bundle;
@@ -33,3 +35,4 @@ pub mod release;
 pub mod render;
 pub mod resolve;
 pub mod status;
+pub mod webhook_certs;

@@ -17,6 +17,10 @@
 //! `watchNamespace`. Images are cached by digest under `--cache-dir` (default
 //! `$XDG_CACHE_HOME/operator-controller/bundles`, else `~/.cache/...`), so a second render of
 //! the same digest reads no layer.
+//!
+//! `--cert-provider builtin` issues, offline and once, what the controller's built-in provider
+//! would (`crate::webhook_certs`): a CA (its key is not printed), one serving Secret per webhook
+//! Service, and the CA bundle in the webhook configurations and conversion CRDs.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,6 +50,9 @@ pub enum CertProviderArg {
     CertManager,
     #[value(name = "openshift-service-ca")]
     OpenshiftServiceCa,
+    /// operator-controller's own certificates (`crate::webhook_certs`).
+    #[value(name = "builtin")]
+    Builtin,
 }
 
 impl From<CertProviderArg> for CertProvider {
@@ -54,6 +61,7 @@ impl From<CertProviderArg> for CertProvider {
             CertProviderArg::None => CertProvider::None,
             CertProviderArg::CertManager => CertProvider::CertManager,
             CertProviderArg::OpenshiftServiceCa => CertProvider::OpenShiftServiceCa,
+            CertProviderArg::Builtin => CertProvider::Builtin,
         }
     }
 }
@@ -122,13 +130,19 @@ pub fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
             return Exit::Invalid;
         }
     };
-    let rendered = match render::render(&parsed, &opts) {
+    let mut rendered = match render::render(&parsed, &opts) {
         Ok(rendered) => rendered,
         Err(e) => {
             let _ = writeln!(err, "{e}");
             return Exit::Invalid;
         }
     };
+    if opts.cert_provider == CertProvider::Builtin
+        && let Err(e) = add_builtin_certificates(&mut rendered.objects, &opts.install_namespace)
+    {
+        let _ = writeln!(err, "error: {e}");
+        return Exit::Failed;
+    }
     for warning in &rendered.warnings {
         let _ = writeln!(err, "warning: {warning}");
     }
@@ -145,6 +159,27 @@ pub fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
         return Exit::Failed;
     }
     Exit::Ok
+}
+
+/// `--cert-provider builtin`: what the controller's built-in provider would add, issued once
+/// offline: a fresh CA (not printed: nothing could renew from it) signs one serving certificate
+/// per webhook Service, whose Secret is added, and the CA bundle is set in the webhook
+/// configurations and conversion CRDs.
+fn add_builtin_certificates(
+    objects: &mut Vec<Value>,
+    install_namespace: &str,
+) -> Result<(), crate::webhook_certs::WebhookCertError> {
+    let needs = olm_operator_core::webhook_certs::serving_needs(objects, install_namespace);
+    if needs.is_empty() {
+        return Ok(());
+    }
+    let policy = olm_operator_core::webhook_certs::rotation::Policy::default();
+    let (secrets, bundle) = crate::webhook_certs::issue_offline(&policy, &needs)?;
+    olm_operator_core::webhook_certs::inject_ca_bundle(objects, &bundle);
+    for (need, data) in needs.iter().zip(&secrets) {
+        objects.push(crate::webhook_certs::serving_secret_object(need, data));
+    }
+    Ok(())
 }
 
 fn render_options(args: &RenderArgs) -> Result<RenderOptions, String> {

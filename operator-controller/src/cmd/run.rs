@@ -13,8 +13,9 @@
 //! condition) and every change of the cluster version re-queues every ClusterExtension. When off
 //! (`auto` on a cluster without `config.openshift.io/v1`), nothing of it runs.
 //!
-//! Seams for later issues: the certificate provider is chosen in [`RunOptions::cert_provider`]
-//! (issue 12 adds the built-in provider and auto-detection there).
+//! The webhook certificate provider is `--cert-provider`, or, when unset, detected once at start
+//! ([`crate::webhook_certs::detect_provider`]: cert-manager, else OpenShift service-ca, else the
+//! built-in provider).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -46,7 +47,9 @@ use crate::controller::catalogs;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::{Context, Settings, error_policy, reconcile};
 use crate::gating;
+use crate::webhook_certs;
 use olm_operator_core::render::CertProvider;
+use olm_operator_core::webhook_certs::rotation::Policy;
 
 /// Lease name of operator-controller's leader election (upstream's).
 pub const LEADER_ELECTION_ID: &str = "9c4404e7.operatorframework.io";
@@ -94,9 +97,14 @@ pub struct Args {
     /// Registries (`host:port` as written in image references) spoken to over plain HTTP.
     #[arg(long, value_name = "HOST:PORT", value_delimiter = ',')]
     pub insecure_registries: Vec<String>,
-    /// Who provisions webhook certificates of installed bundles.
-    #[arg(long, value_enum, value_name = "PROVIDER", default_value = "none")]
-    pub cert_provider: CertProviderArg,
+    /// Who provisions webhook certificates of installed bundles. Unset: cert-manager when its
+    /// API is served, else OpenShift service-ca when served, else `builtin`.
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub cert_provider: Option<CertProviderArg>,
+    /// Validity of certificates the built-in provider issues (Go duration syntax); renewal and
+    /// CA-rotation points scale with it. For tests.
+    #[arg(long, value_name = "DURATION", value_parser = olm_runtime::flags::duration, hide = true)]
+    pub builtin_cert_validity: Option<Duration>,
     /// When a CRD upgrade is unsafe by the rules, allow it if no stored custom resource
     /// violates the new schema (a warning goes into the status).
     #[arg(long)]
@@ -130,8 +138,10 @@ pub struct RunOptions {
     pub global_pull_secret: Option<SecretRef>,
     pub cache_dir: PathBuf,
     pub insecure_registries: Vec<String>,
-    /// The certificate provider for bundles with webhooks (issue 12 adds auto-detection).
-    pub cert_provider: CertProvider,
+    /// The certificate provider for bundles with webhooks; `None`: detected at start.
+    pub cert_provider: Option<CertProvider>,
+    /// Validity of the built-in provider's certificates (`None`: 730 days).
+    pub builtin_cert_validity: Option<Duration>,
     pub data_aware_crd_upgrade_safety: bool,
     pub call_timeout: Duration,
     pub limits: ServerLimits,
@@ -159,7 +169,8 @@ impl RunOptions {
             global_pull_secret: args.global_pull_secret,
             cache_dir: args.cache_path,
             insecure_registries: args.insecure_registries,
-            cert_provider: args.cert_provider.into(),
+            cert_provider: args.cert_provider.map(Into::into),
+            builtin_cert_validity: args.builtin_cert_validity,
             data_aware_crd_upgrade_safety: args.crd_upgrade_safety_data_aware,
             call_timeout: args.api_call_timeout,
             limits: args.limits,
@@ -189,6 +200,8 @@ pub enum RunError {
     Server(#[from] ServerError),
     #[error("failed to decide OpenShift mode: {0}")]
     OpenShift(#[from] gating::GatingError),
+    #[error("failed to detect the webhook certificate provider: {0}")]
+    CertProvider(crate::apply::ApiFailure),
 }
 
 impl RunError {
@@ -275,10 +288,28 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         "OpenShift cluster-upgrade gating"
     );
 
+    let (cert_provider, cert_provider_detected) = match opts.cert_provider {
+        Some(provider) => (provider, false),
+        None => (
+            webhook_certs::detect_provider(&client, opts.call_timeout)
+                .await
+                .map_err(RunError::CertProvider)?,
+            true,
+        ),
+    };
+    tracing::info!(provider = ?cert_provider, detected = cert_provider_detected, "webhook certificate provider");
+    let cert_policy = match opts.builtin_cert_validity {
+        Some(validity) => {
+            Policy::with_validity(i64::try_from(validity.as_secs()).unwrap_or(i64::MAX))
+        }
+        None => Policy::default(),
+    };
+
     let (drift, mut drift_events) = DriftWatches::new(client.clone(), 1024);
     let settings = Settings {
         system_namespace: opts.system_namespace.clone(),
-        cert_provider: opts.cert_provider,
+        cert_provider,
+        cert_provider_detected,
         data_aware_crd_upgrade_safety: opts.data_aware_crd_upgrade_safety,
         call_timeout: opts.call_timeout,
     };
@@ -293,7 +324,12 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             leadership.receiver(),
             metrics.clone(),
         )
-        .with_cluster_versions(versions.clone()),
+        .with_cluster_versions(versions.clone())
+        .with_builtin_certs(webhook_certs::BuiltinCerts::new(
+            client.clone(),
+            cert_policy,
+            opts.call_timeout,
+        )),
     );
 
     let ready = Arc::new(AtomicBool::new(false));

@@ -70,6 +70,9 @@ pub enum BundleFailure {
     Preflight(#[from] PreflightError),
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// The built-in webhook certificate provider.
+    #[error(transparent)]
+    WebhookCerts(#[from] crate::webhook_certs::WebhookCertError),
     #[error(transparent)]
     Record(#[from] StoreError),
     #[error(transparent)]
@@ -140,6 +143,8 @@ pub enum UninstallError {
     Manifest(#[source] ManifestError),
     #[error("failed to uninstall: {0}")]
     Apply(#[source] ApplyError),
+    #[error("failed to uninstall: {0}")]
+    WebhookCerts(#[source] crate::webhook_certs::WebhookCertError),
     #[error(
         "failed to uninstall: waiting for {} to be deleted: {}",
         plural(.0.len(), "object"),

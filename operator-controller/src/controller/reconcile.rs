@@ -15,6 +15,7 @@
 //! | resolve | the resolver over the package content of the selected catalogs | §3.6 fallback ([`fallback::on_resolution_failure`]): keep the installed release applied, or report `Retrying` |
 //! | pull, parse, render | bundle image (cached by digest per extension), registry+v1 parse, upstream's renderer | wrapped `error for resolved bundle …`; configuration errors terminal |
 //! | release state | Helm's chart and manifest, compared with the last record; a new bundle identity with an identical manifest is an upgrade too | – |
+//! | webhook certificates | built-in provider only: its Secrets beside the release, the CA bundle into the objects to apply (not the manifest), the next rotation as a requeue ([`crate::webhook_certs`]) | `Retrying` (a foreign Secret: upstream's collision message) |
 //! | preflight | CRD upgrade safety, only when installing or upgrading | `Retrying` with the composed message; the old release stays installed |
 //! | apply | record `pending-*` → apply → record `deployed` (previous `superseded`); unchanged: apply again (drift repair) | record `failed`; `Retrying` |
 //! | availability | `Available` from the Deployments applied | – |
@@ -75,6 +76,7 @@ use crate::bundle_source::{ReadLimits, pull_bundle};
 use crate::catalog_source::http::CatalogdClient;
 use crate::gating::ClusterVersionCache;
 use crate::storage::{ReleaseStore, scopes::discover_scopes};
+use crate::webhook_certs::BuiltinCerts;
 
 pub use super::error::ReconcileError;
 
@@ -97,6 +99,8 @@ pub struct Settings {
     /// Where release Secrets live (`olmv1-system`).
     pub system_namespace: String,
     pub cert_provider: CertProvider,
+    /// Whether `cert_provider` was detected (not set by a flag), for the status note.
+    pub cert_provider_detected: bool,
     /// Run the data-aware step of the CRD upgrade-safety preflight (issue 17).
     pub data_aware_crd_upgrade_safety: bool,
     /// Bound of single API calls made by the reconcile itself.
@@ -117,6 +121,9 @@ pub struct Context {
     backoff: Backoff,
     /// OpenShift mode: the cluster version the gating loop read (`None`: not OpenShift).
     cluster_versions: Option<ClusterVersionCache>,
+    /// The built-in webhook certificate provider (issue 12); also removes its Secrets on
+    /// uninstall whatever the provider is now.
+    builtin_certs: Option<BuiltinCerts>,
 }
 
 impl Context {
@@ -145,7 +152,14 @@ impl Context {
             metrics,
             backoff: Backoff::new(BACKOFF_INITIAL, BACKOFF_CAP),
             cluster_versions: None,
+            builtin_certs: None,
         }
+    }
+
+    /// The built-in webhook certificate provider.
+    pub fn with_builtin_certs(mut self, certs: BuiltinCerts) -> Context {
+        self.builtin_certs = Some(certs);
+        self
     }
 
     /// OpenShift mode: every status gets the extension's `ClusterUpgradeable` condition.
@@ -222,6 +236,8 @@ struct Findings {
     /// The Deployments' watch had listed them before their availability was read.
     availability_watched: bool,
     notes: Vec<String>,
+    /// When the built-in provider's next certificate step is due.
+    cert_recheck: Option<Duration>,
 }
 
 impl Findings {
@@ -232,6 +248,7 @@ impl Findings {
             available: Available::Keep,
             availability_watched: false,
             notes: Vec::new(),
+            cert_recheck: None,
         }
     }
 }
@@ -249,6 +266,7 @@ async fn reconcile_extension(
 
     let mut findings = Findings::new();
     let result = pipeline(&current, ctx, &mut findings).await;
+    let cert_recheck = findings.cert_recheck;
 
     let progress = match &result {
         Ok(()) => Progress::Reached {
@@ -287,13 +305,17 @@ async fn reconcile_extension(
     result?;
     let available = find_condition(&status.conditions, ConditionType::Available)
         .is_none_or(|c| c.status == ConditionStatus::True);
-    Ok(if available {
-        Action::await_change()
-    } else if findings.availability_watched {
-        Action::requeue(AVAILABILITY_RECHECK_WATCHED)
-    } else {
-        Action::requeue(AVAILABILITY_RECHECK_UNWATCHED)
-    })
+    let availability_recheck = match (available, findings.availability_watched) {
+        (true, _) => None,
+        (false, true) => Some(AVAILABILITY_RECHECK_WATCHED),
+        (false, false) => Some(AVAILABILITY_RECHECK_UNWATCHED),
+    };
+    Ok(
+        match availability_recheck.into_iter().chain(cert_recheck).min() {
+            Some(after) => Action::requeue(after),
+            None => Action::await_change(),
+        },
+    )
 }
 
 /// OpenShift mode: puts the extension's `ClusterUpgradeable` condition into `status` (or removes
@@ -511,7 +533,10 @@ async fn pipeline(
     let (chart, manifest) =
         render_release(&chart_objects, &rendered.0.annotations, &context, &scopes)
             .map_err(|e| wrap(e.into()))?;
-    let desired = manifest_objects(&manifest).map_err(|e| wrap(e.into()))?;
+    let mut desired = manifest_objects(&manifest).map_err(|e| wrap(e.into()))?;
+    builtin_certificates(extension, ctx, &mut desired, findings)
+        .await
+        .map_err(|e| wrap(e.into()))?;
     let previous = match &deployed {
         Some(d) => release_refs(d).map_err(|e| wrap(e.into()))?,
         None => Vec::new(),
@@ -709,7 +734,10 @@ async fn maintain(
         }
         .into()
     };
-    let desired = manifest_objects(&deployed.manifest).map_err(|e| wrap(e.into()))?;
+    let mut desired = manifest_objects(&deployed.manifest).map_err(|e| wrap(e.into()))?;
+    builtin_certificates(extension, ctx, &mut desired, findings)
+        .await
+        .map_err(|e| wrap(e.into()))?;
     let previous = release_refs(deployed).map_err(|e| wrap(e.into()))?;
     let owner = Owner {
         name: extension.name_any(),
@@ -728,6 +756,43 @@ async fn maintain(
         .await
         .map_err(|e| wrap(e.into()))?;
     after_apply(ctx, &owner.name, &outcome, findings).await;
+    Ok(())
+}
+
+/// The built-in provider's Secrets and CA bundles for the objects about to be applied (only
+/// when it is the provider): the bundle goes into `desired` (not into the release manifest,
+/// so a rotation is no new revision), the next rotation into `findings`.
+async fn builtin_certificates(
+    extension: &ClusterExtension,
+    ctx: &Context,
+    desired: &mut [Value],
+    findings: &mut Findings,
+) -> Result<(), crate::webhook_certs::WebhookCertError> {
+    let Some(certs) = ctx
+        .builtin_certs
+        .as_ref()
+        .filter(|_| ctx.settings.cert_provider == CertProvider::Builtin)
+    else {
+        return Ok(());
+    };
+    let owner = Owner {
+        name: extension.name_any(),
+        uid: uid(extension),
+    };
+    let recheck = crate::webhook_certs::provide(
+        certs,
+        &ctx.drift,
+        &owner,
+        &extension.spec.namespace,
+        desired,
+    )
+    .await?;
+    if recheck.is_some() {
+        findings.cert_recheck = recheck;
+        findings.notes.push(crate::webhook_certs::status_note(
+            ctx.settings.cert_provider_detected,
+        ));
+    }
     Ok(())
 }
 
@@ -940,6 +1005,12 @@ async fn finalize(
             outcome.remaining.iter().map(|o| o.to_string()).collect(),
         )
         .into());
+    }
+    if let Some(certs) = &ctx.builtin_certs {
+        certs
+            .remove(&owner, &extension.spec.namespace)
+            .await
+            .map_err(UninstallError::WebhookCerts)?;
     }
     ctx.store
         .delete_all(&name)

@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | `CertManager` | self-signed `Issuer` + `Certificate` (2-year duration, renewed 24h before) | – | `cert-manager.io/inject-ca-from: <ns>/<cert>` (overwrites the bundle's value) |
 //! | `OpenShiftServiceCa` | – | `service.beta.openshift.io/serving-cert-secret-name: <cert>` | `service.beta.openshift.io/inject-cabundle: "true"` |
-//! | `Builtin` (seam) | – | – | – (the controller fills the Secret and the CA bundles itself) |
+//! | `Builtin` | – (the controller writes the Secrets beside the release: [`crate::webhook_certs`]) | – | – (the controller sets `caBundle` itself: [`crate::webhook_certs::inject_ca_bundle`]) |
 //!
 //! Every provider yields the same Secret (`<cert>`, keys `tls.crt`/`tls.key`), which the shared
 //! volume fix-up ([`fix_cert_volumes`]) mounts in every container of a webhook deployment.
@@ -33,8 +33,9 @@ pub enum CertProvider {
     CertManager,
     /// OpenShift's service-ca operator (annotations only).
     OpenShiftServiceCa,
-    /// Certificates made by operator-controller itself (a later issue): no extra objects and no
-    /// injection annotations; the controller creates the Secret and patches the CA bundles.
+    /// Certificates made by operator-controller itself ([`crate::webhook_certs`]): no extra
+    /// objects and no injection annotations; the controller writes the Secrets and sets the CA
+    /// bundles.
     Builtin,
 }
 
