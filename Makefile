@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(OLM_CACHE_DIR)/target
 TOOLS_ENV := $(OLM_CACHE_DIR)/tools.env
 BIN_DIR := $(CARGO_TARGET_DIR)/debug
 
-.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench bench-extensions clean help fuzz fuzz-build images release-manifest deploy
+.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench bench-extensions bench-upstream clean help fuzz fuzz-build images release-manifest deploy
 
 all: build
 
@@ -20,6 +20,7 @@ help:
 	@echo "make test-netns make test, failing unless tests run in a network namespace with only loopback"
 	@echo "make manifests  regenerate config/crd and config/openshift from the Rust types"
 	@echo "make bench      benchmarks (see docs/PERFORMANCE.md)"
+	@echo "make bench-upstream  ours side by side with upstream OLM v1 (UPSTREAM_BIN_DIR; docs/PERFORMANCE.md)"
 	@echo "make fuzz       run every fuzz target for FUZZ_SECONDS each (nightly + cargo-fuzz; docs/FUZZING.md)"
 	@echo "make images IMAGE_REGISTRY=host/path   build both container images and push them"
 	@echo "make release-manifest                  the install manifests for those images, in RELEASE_DIR"
@@ -81,6 +82,14 @@ BENCH_PROFILE ?= release
 bench-extensions: tools
 	cargo build --profile $(BENCH_PROFILE) -p operator-controller -p catalogd --bins
 	source $(TOOLS_ENV) && OLM_BIN_DIR=$(CARGO_TARGET_DIR)/$(if $(filter dev,$(BENCH_PROFILE)),debug,$(BENCH_PROFILE)) cargo run --profile $(BENCH_PROFILE) -q -p olm-e2e --example extensions_1000 -- $(BENCH_ARGS)
+
+# Side by side with upstream OLM v1 (docs/PERFORMANCE.md): UPSTREAM_BIN_DIR names upstream's
+# catalogd and operator-controller, built outside this repository; without it only our side runs.
+# ROUNDS (3), P6_NAMESPACES (100 = 1,000 extensions), OUT, BENCH_ARGS: see hack/bench-upstream.sh.
+bench-upstream: tools
+	cargo build --profile $(BENCH_PROFILE) -p operator-controller -p catalogd --bins
+	cargo build -p olm-e2e --example bench_upstream
+	source $(TOOLS_ENV) && OLM_BIN_DIR=$(CARGO_TARGET_DIR)/$(if $(filter dev,$(BENCH_PROFILE)),debug,$(BENCH_PROFILE)) BENCH_BIN=$(CARGO_TARGET_DIR)/debug/examples/bench_upstream hack/bench-upstream.sh
 
 # Fuzzing (docs/FUZZING.md). The fuzz crate is a workspace of its own under fuzz/.
 FUZZ_TARGETS := fbc_json fbc_yaml version_masterminds version_blang http_range http_conditional image_layer bundle_registry_v1 crd_upgrade

@@ -27,13 +27,16 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::api::{Api, ListParams, PostParams};
 use olm_api::v1::{ClusterExtension, ConditionType, find_condition};
 use olm_e2e::assets::Assets;
+use olm_e2e::bench::{
+    POLL_INTERVAL, apiserver_requests, cpu_seconds, diff, extension, loadavg, print_top,
+    proc_status_kib, push_bundle, wait_all_available,
+};
 use olm_e2e::operator_controller::{CatalogSpec, Catalogs, ChannelSpec, bundle_name};
 use olm_e2e::process::{Spec, Supervised};
 use olm_e2e::registry::Registry;
@@ -42,8 +45,6 @@ use serde_json::{Value, json};
 
 /// How long to wait for every extension to be installed before giving up (and reporting that).
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(45 * 60);
-/// How often the benchmark lists the extensions while waiting.
-const POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// How long to wait, after all are installed, for every Deployment to become Available. The
 /// `full` tier's one kwok node runs at most 110 pods, so beyond that many extensions the rest stay
 /// Pending and the idle window starts after this timeout instead.
@@ -236,7 +237,7 @@ async fn main() {
     // The rest of the cluster catches up (the controller-manager creates ReplicaSets and Pods,
     // kwok runs them) and operator-controller sees each Deployment's status change; "idle" only
     // starts once every installed Deployment is Available.
-    let available_in = wait_all_available(&client, total, started).await;
+    let available_in = wait_all_available(&client, total, started, AVAILABLE_TIMEOUT).await;
 
     // Settling, then idle.
     tokio::time::sleep(SETTLE).await;
@@ -319,161 +320,6 @@ async fn main() {
     drop(catalogs);
 }
 
-/// Prints the `count` largest (verb, resource) request counts of `delta`, also per extension
-/// when `per` (the number of extensions) is given.
-fn print_top(
-    title: &str,
-    delta: &BTreeMap<(String, String), f64>,
-    count: usize,
-    per: Option<usize>,
-) {
-    let mut rows: Vec<_> = delta.iter().filter(|(_, v)| **v >= 1.0).collect();
-    rows.sort_by(|a, b| b.1.total_cmp(a.1));
-    println!("{title}");
-    for ((verb, resource), v) in rows.into_iter().take(count) {
-        match per {
-            Some(n) => println!(
-                "    {resource:<40} {verb:<8} {v:>8.0} ({:.2}/extension)",
-                v / n as f64
-            ),
-            None => println!("    {resource:<40} {verb:<8} {v:>8.0}"),
-        }
-    }
-}
-
-/// Waits until `total` Deployments named `bench-p*-controller` are Available; returns the time
-/// since `started`, or None after [`AVAILABLE_TIMEOUT`].
-async fn wait_all_available(
-    client: &kube::Client,
-    total: usize,
-    started: Instant,
-) -> Option<Duration> {
-    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::all(client.clone());
-    let deadline = Instant::now() + AVAILABLE_TIMEOUT;
-    loop {
-        let available = api
-            .list(&ListParams::default())
-            .await
-            .map(|l| {
-                l.items
-                    .iter()
-                    .filter(|d| {
-                        d.metadata
-                            .name
-                            .as_deref()
-                            .is_some_and(|n| n.starts_with("bench-p"))
-                            && d.status
-                                .as_ref()
-                                .and_then(|s| s.conditions.as_ref())
-                                .is_some_and(|c| {
-                                    c.iter()
-                                        .any(|c| c.type_ == "Available" && c.status == "True")
-                                })
-                    })
-                    .count()
-            })
-            .unwrap_or(0);
-        if available >= total {
-            return Some(started.elapsed());
-        }
-        if Instant::now() > deadline {
-            println!("bench: {available}/{total} Deployments Available at the deadline");
-            return None;
-        }
-        tokio::time::sleep(POLL_INTERVAL).await;
-    }
-}
-
-/// Writes and pushes the bundle of `package` at 1.0.0: a CSV supporting only OwnNamespace and
-/// SingleNamespace, with namespaced `permissions`, one Deployment, and a ConfigMap.
-async fn push_bundle(registry: &Registry, package: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    write_bundle(dir.path(), package);
-    let tag = format!("bench/{package}-bundle:v1.0.0");
-    images::push_bundle(registry, &tag, dir.path(), package, &["stable"])
-        .await
-        .unwrap();
-    registry.image(&tag)
-}
-
-fn write_bundle(dir: &Path, package: &str) {
-    let manifests = dir.join("manifests");
-    let metadata = dir.join("metadata");
-    std::fs::create_dir_all(&manifests).unwrap();
-    std::fs::create_dir_all(&metadata).unwrap();
-    std::fs::write(
-        metadata.join("annotations.yaml"),
-        format!(
-            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: {package}\n  operators.operatorframework.io.bundle.channels.v1: stable\n"
-        ),
-    )
-    .unwrap();
-    let modes: Vec<Value> = [
-        ("OwnNamespace", true),
-        ("SingleNamespace", true),
-        ("MultiNamespace", false),
-        ("AllNamespaces", false),
-    ]
-    .iter()
-    .map(|(m, s)| json!({"type": m, "supported": s}))
-    .collect();
-    let app = format!("{package}-op");
-    let sa = format!("{package}-sa");
-    let csv = json!({
-        "apiVersion": "operators.coreos.com/v1alpha1",
-        "kind": "ClusterServiceVersion",
-        "metadata": {"name": bundle_name(package, "1.0.0"), "annotations": {"capabilities": "Basic Install"}},
-        "spec": {
-            "displayName": package,
-            "version": "1.0.0",
-            "provider": {"name": "bench"},
-            "installModes": modes,
-            "install": {"strategy": "deployment", "spec": {
-                "permissions": [{"serviceAccountName": sa, "rules": [
-                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
-                ]}],
-                "deployments": [{
-                    "name": format!("{package}-controller"),
-                    "spec": {
-                        "replicas": 1,
-                        "selector": {"matchLabels": {"app": app}},
-                        "template": {
-                            "metadata": {"labels": {"app": app}},
-                            "spec": {
-                                "serviceAccountName": sa,
-                                "containers": [{"name": "manager", "image": "example.invalid/bench/manager:v1"}],
-                            },
-                        },
-                    },
-                }],
-            }},
-        },
-    });
-    std::fs::write(manifests.join("csv.json"), csv.to_string()).unwrap();
-    std::fs::write(
-        manifests.join("configmap.yaml"),
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {package}-config\ndata:\n  version: \"1.0.0\"\n"),
-    )
-    .unwrap();
-}
-
-/// The ClusterExtension installing `package` into `namespace`, watching that namespace.
-fn extension(namespace: &str, package: &str, catalog: &str) -> Value {
-    json!({
-        "apiVersion": "olm.operatorframework.io/v1",
-        "kind": "ClusterExtension",
-        "metadata": {"name": format!("{namespace}-{package}")},
-        "spec": {
-            "namespace": namespace,
-            "config": {"configType": "Inline", "inline": {"watchNamespace": namespace}},
-            "source": {"sourceType": "Catalog", "catalog": {
-                "packageName": package,
-                "selector": {"matchLabels": {olm_e2e::operator_controller::CATALOG_NAME_LABEL: catalog}},
-            }},
-        },
-    })
-}
-
 /// Starts `operator-controller run` managing every ClusterExtension, logging at info.
 async fn start_operator_controller(registry: &Registry) -> (Supervised, tempfile::TempDir) {
     let env = olm_e2e::shared().await;
@@ -520,89 +366,4 @@ async fn start_operator_controller(registry: &Registry) -> (Supervised, tempfile
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     (process, scratch)
-}
-
-/// `apiserver_request_total` by (verb, resource), read through the admin client.
-async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, String), f64> {
-    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
-    let text = client.request_text(request).await.unwrap();
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let Ok(value) = value.trim().parse::<f64>() else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
-                .map(|v| v.trim_end_matches('"').to_owned())
-                .unwrap_or_default()
-        };
-        let mut resource = label("resource");
-        let sub = label("subresource");
-        if !sub.is_empty() {
-            resource = format!("{resource}/{sub}");
-        }
-        if resource.is_empty() {
-            resource = "(non-resource)".into();
-        }
-        *out.entry((label("verb"), resource)).or_default() += value;
-    }
-    out
-}
-
-fn diff(
-    before: &BTreeMap<(String, String), f64>,
-    after: &BTreeMap<(String, String), f64>,
-) -> BTreeMap<(String, String), f64> {
-    after
-        .iter()
-        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
-        .collect()
-}
-
-/// A `/proc/PID/status` field in KiB.
-fn proc_status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-/// utime + stime of `pid`, in seconds (clock ticks from `getconf CLK_TCK`, 100 when unknown).
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let Some((_, after_comm)) = stat.rsplit_once(')') else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = after_comm.split_whitespace().collect();
-    // Fields 14 and 15 of stat(5); `after_comm` starts at field 3.
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
-        .sum();
-    ticks as f64 / clock_ticks()
-}
-
-fn clock_ticks() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }

@@ -8,8 +8,10 @@
 //!   `make release-manifest`).
 //! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
 //!   binary discovery and listening-socket inspection.
+//! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
 
 pub mod assets;
+pub mod bench;
 pub mod catalogd;
 pub mod control_plane;
 pub mod dev_env;

@@ -12,7 +12,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use tokio::sync::mpsc;
 
-use crate::storage::{Section, StoredCatalog};
+use crate::storage::{CompressedAnswers, Section, StoredCatalog};
 
 /// Size of each positional read; large enough to amortise syscalls, small enough to keep a few in
 /// flight per response without noticeable memory.
@@ -175,9 +175,48 @@ impl Cursor {
     }
 }
 
+/// A gzip body: a `/metas` answer of at most [`CompressedAnswers::MAX_INPUT`] bytes comes from
+/// the stored content's [`CompressedAnswers`] (compressed once, then shared); anything else is
+/// compressed while streaming.
+fn compressed(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
+    let sections: Option<Vec<Section>> = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Jsonl(s) => Some(*s),
+            Piece::Static(_) | Piece::Gzip(_) => None,
+        })
+        .collect();
+    let Some(sections) = sections.filter(|_| total_len(&pieces) <= CompressedAnswers::MAX_INPUT)
+    else {
+        return compressed_stream(catalog, pieces);
+    };
+    // Sent as a stream either way, so a kept answer goes out with the same framing (chunked, no
+    // Content-Length) as one compressed while streaming.
+    if let Some(kept) = catalog.compressed().get(&sections) {
+        return Body::from_stream(futures::stream::once(async move {
+            Ok::<Bytes, io::Error>(kept)
+        }));
+    }
+    Body::from_stream(futures::stream::once(async move {
+        tokio::task::spawn_blocking(move || {
+            catalog.compressed().get_or_compute(&sections, || {
+                let mut cursor = Cursor::new(catalog.clone(), pieces.clone());
+                let mut out = BytesMut::new();
+                compress_into(&mut cursor, |bytes| {
+                    out.extend_from_slice(&bytes);
+                    Ok(())
+                })?;
+                Ok(out.freeze())
+            })
+        })
+        .await
+        .unwrap_or_else(|e| Err(io::Error::other(e)))
+    }))
+}
+
 /// Compresses on a blocking thread that feeds the connection through a small channel: deflate is
 /// CPU-bound, so it keeps one thread busy per response either way.
-fn compressed(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
+fn compressed_stream(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(IN_FLIGHT);
     tokio::task::spawn_blocking(move || {
         let mut cursor = Cursor::new(catalog, pieces);
@@ -322,6 +361,59 @@ mod tests {
         let mut expected = b"head;".to_vec();
         expected.extend_from_slice(&jsonl);
         assert_eq!(plain, expected);
+    }
+
+    /// A gzip `/metas` answer is compressed once per stored content: the second request is
+    /// served the kept bytes, both inflate to the selected blobs, and an answer with a literal
+    /// piece (an error prefix) is streamed, not kept.
+    #[tokio::test]
+    async fn compressed_answers_are_kept_per_content_and_inflate_to_the_pieces() {
+        let (_dir, catalog, jsonl) = stored(600);
+        let sections = vec![
+            Section {
+                offset: 0,
+                len: 3003,
+            },
+            Section {
+                offset: 10010,
+                len: 50050,
+            },
+        ];
+        let pieces: Vec<Piece> = sections.iter().copied().map(Piece::Jsonl).collect();
+        let mut expected = jsonl[..3003].to_vec();
+        expected.extend_from_slice(&jsonl[10010..60060]);
+        let inflate = |gz: &[u8]| {
+            let mut plain = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gz), &mut plain)
+                .expect("valid gzip");
+            plain
+        };
+        let collect = |body: Body| axum::body::to_bytes(body, usize::MAX);
+
+        assert!(catalog.compressed().is_empty());
+        let first = collect(stream(catalog.clone(), pieces.clone(), true))
+            .await
+            .expect("first body");
+        assert_eq!(inflate(&first), expected);
+        assert_eq!(catalog.compressed().len(), 1);
+        let kept = catalog.compressed().get(&sections).expect("kept");
+        assert_eq!(kept, first);
+        let second = collect(stream(catalog.clone(), pieces, true))
+            .await
+            .expect("second body");
+        assert_eq!(second, first);
+
+        let mut with_prefix = vec![Piece::Static(Bytes::from_static(b"err\n"))];
+        with_prefix.push(Piece::Jsonl(sections[0]));
+        let body = collect(stream(catalog.clone(), with_prefix, true))
+            .await
+            .expect("prefixed body");
+        assert_eq!(inflate(&body)[..4], b"err\n"[..]);
+        assert_eq!(
+            catalog.compressed().len(),
+            1,
+            "a prefixed answer is not kept"
+        );
     }
 
     /// Small bodies are read inline and large ones on demand; both give the same bytes, and a

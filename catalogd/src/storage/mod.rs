@@ -110,9 +110,106 @@ pub struct StoredCatalog {
     gzip: File,
     modified: SystemTime,
     index: Index,
+    /// Compressed `/metas` answers of this content, built on first request.
+    compressed: CompressedAnswers,
+}
+
+/// gzip answers of one stored content, keyed by the byte ranges they compress.
+///
+/// Answering a `/metas` query with gzip costs deflate over the matching blobs on every request
+/// (tens of milliseconds of CPU for the largest package); a client that polls, or many clients
+/// installing the same package, ask the same question again and again. The content is
+/// immutable, so the compressed bytes are too: they are computed once, and concurrent first
+/// requests for one answer wait for that one computation. Bounded: answers whose uncompressed
+/// size exceeds [`CompressedAnswers::MAX_INPUT`] are not kept (they are streamed as before), and
+/// once [`CompressedAnswers::BUDGET`] compressed bytes are held, further answers are computed
+/// per request without being kept. The cache goes away with the content it describes.
+#[derive(Debug, Default)]
+pub struct CompressedAnswers {
+    entries: std::sync::Mutex<HashMap<Vec<Section>, Arc<std::sync::OnceLock<bytes::Bytes>>>>,
+    held: std::sync::atomic::AtomicUsize,
+}
+
+impl CompressedAnswers {
+    /// Largest uncompressed answer kept (the largest package of community-operators is 4.3 MB).
+    pub const MAX_INPUT: u64 = 16 * 1024 * 1024;
+    /// Compressed bytes kept per stored content.
+    pub const BUDGET: usize = 32 * 1024 * 1024;
+
+    /// The compressed answer for `sections`, computing it with `compute` unless kept (or being
+    /// computed by another request, which this one then waits for). Blocking.
+    pub fn get_or_compute(
+        &self,
+        sections: &[Section],
+        compute: impl Fn() -> io::Result<bytes::Bytes>,
+    ) -> io::Result<bytes::Bytes> {
+        use std::sync::atomic::Ordering;
+        let slot = {
+            let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            match entries.get(sections) {
+                Some(slot) => slot.clone(),
+                None if self.held.load(Ordering::Relaxed) >= Self::BUDGET => {
+                    drop(entries);
+                    return compute();
+                }
+                None => {
+                    let slot = Arc::new(std::sync::OnceLock::new());
+                    entries.insert(sections.to_vec(), slot.clone());
+                    slot
+                }
+            }
+        };
+        let mut failure = None;
+        let bytes = slot.get_or_init(|| match compute() {
+            Ok(bytes) => {
+                self.held.fetch_add(bytes.len(), Ordering::Relaxed);
+                bytes
+            }
+            Err(e) => {
+                failure = Some(e);
+                bytes::Bytes::new()
+            }
+        });
+        if let Some(e) = failure {
+            // Not kept: the next request tries again.
+            self.entries
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(sections);
+            return Err(e);
+        }
+        if bytes.is_empty() {
+            // Another request's computation failed; compute this answer alone.
+            return compute();
+        }
+        Ok(bytes.clone())
+    }
+
+    /// The kept answer for `sections`, without waiting for one being computed.
+    pub fn get(&self, sections: &[Section]) -> Option<bytes::Bytes> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .get(sections)?
+            .get()
+            .filter(|b| !b.is_empty())
+            .cloned()
+    }
+
+    /// How many answers are kept (for tests).
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl StoredCatalog {
+    /// The compressed answers of this content.
+    pub fn compressed(&self) -> &CompressedAnswers {
+        &self.compressed
+    }
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -235,13 +332,7 @@ impl Storage {
             id,
             tmp,
             jsonl: BufWriter::with_capacity(256 * 1024, jsonl),
-            // Written once per catalog change and sent on every gzip `/all` request: with the
-            // zlib-rs backend level 9 is both smaller and cheaper than miniz_oxide's level 6
-            // (docs/PERFORMANCE.md, "catalogd: pull and store").
-            gzip: Some(GzEncoder::new(
-                BufWriter::with_capacity(256 * 1024, gzip),
-                Compression::new(9),
-            )),
+            gzip: GzipWorker::start(gzip),
             index: Index::default(),
             offset: 0,
             blobs: 0,
@@ -302,7 +393,7 @@ pub struct CatalogWriter {
     id: String,
     tmp: PathBuf,
     jsonl: BufWriter<File>,
-    gzip: Option<GzEncoder<BufWriter<File>>>,
+    gzip: GzipWorker,
     index: Index,
     offset: u64,
     blobs: u64,
@@ -324,9 +415,9 @@ impl CatalogWriter {
             w.write_all(b"\n")
         };
         write(&mut self.jsonl).map_err(io_err("write", &self.tmp.join(JSONL)))?;
-        if let Some(gzip) = self.gzip.as_mut() {
-            write(gzip).map_err(io_err("write", &self.tmp.join(GZIP)))?;
-        }
+        self.gzip
+            .push(blob)
+            .map_err(io_err("write", &self.tmp.join(GZIP)))?;
         self.index.add(
             schema,
             package,
@@ -351,16 +442,7 @@ impl CatalogWriter {
             .get_ref()
             .sync_all()
             .map_err(io_err("sync", &jsonl_path))?;
-        let gz = self.gzip.take().expect("the encoder is only taken here");
-        let mut gz_inner = gz.finish().map_err(io_err("write", &gzip_path))?;
-        gz_inner.flush().map_err(io_err("write", &gzip_path))?;
-        gz_inner
-            .get_ref()
-            .sync_all()
-            .map_err(io_err("sync", &gzip_path))?;
-        let gzip_size = fs::metadata(&gzip_path)
-            .map_err(io_err("stat", &gzip_path))?
-            .len();
+        let gzip_size = self.gzip.finish().map_err(io_err("write", &gzip_path))?;
 
         let meta = ContentMeta {
             digest: self.digest.clone(),
@@ -406,6 +488,104 @@ impl Drop for CatalogWriter {
     }
 }
 
+/// Writes the gzip copy on a thread of its own, so compressing (level 9: about as much CPU as
+/// parsing and re-encoding the whole catalog) overlaps with the ingest instead of following it.
+///
+/// Lines are handed over in blocks of [`GzipWorker::BLOCK`] through a channel of
+/// [`GzipWorker::IN_FLIGHT`] blocks, so at most about 1.25 MiB waits in memory. When the thread
+/// fails (disk full), the next hand-over fails and [`GzipWorker::finish`] returns the thread's
+/// error. Dropped without `finish` (an abandoned store), the thread completes what it was given
+/// into the temporary file, which the writer removes.
+struct GzipWorker {
+    blocks: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    thread: Option<std::thread::JoinHandle<io::Result<u64>>>,
+    pending: Vec<u8>,
+}
+
+impl GzipWorker {
+    const BLOCK: usize = 256 * 1024;
+    const IN_FLIGHT: usize = 4;
+
+    fn start(file: File) -> GzipWorker {
+        let (blocks, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::IN_FLIGHT);
+        let compress = move || -> io::Result<u64> {
+            // Written once per catalog change and sent on every gzip `/all` request: with the
+            // zlib-rs backend level 9 is both smaller and cheaper than miniz_oxide's level 6
+            // (docs/PERFORMANCE.md, "catalogd: pull and store").
+            let mut gz = GzEncoder::new(
+                BufWriter::with_capacity(256 * 1024, file),
+                Compression::new(9),
+            );
+            for block in received {
+                gz.write_all(&block)?;
+            }
+            let mut out = gz.finish()?;
+            out.flush()?;
+            let file = out.get_ref();
+            file.sync_all()?;
+            Ok(file.metadata()?.len())
+        };
+        let thread = std::thread::Builder::new()
+            .name("catalogd-gzip".into())
+            .spawn(compress);
+        match thread {
+            Ok(thread) => GzipWorker {
+                blocks: Some(blocks),
+                thread: Some(thread),
+                pending: Vec::with_capacity(Self::BLOCK),
+            },
+            // No thread to be had: the first hand-over reports it.
+            Err(_) => GzipWorker {
+                blocks: None,
+                thread: None,
+                pending: Vec::new(),
+            },
+        }
+    }
+
+    /// Queues one line (the blob and a newline).
+    fn push(&mut self, blob: &[u8]) -> io::Result<()> {
+        self.pending.extend_from_slice(blob);
+        self.pending.push(b'\n');
+        if self.pending.len() >= Self::BLOCK {
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    fn hand_over(&mut self) -> io::Result<()> {
+        let block = std::mem::replace(&mut self.pending, Vec::with_capacity(Self::BLOCK));
+        let sent = self.blocks.as_ref().map(|b| b.send(block));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            // The thread stopped (or never started): its error says why.
+            _ => Err(self.join().err().unwrap_or_else(stopped)),
+        }
+    }
+
+    /// Hands over the rest, waits for the thread, and returns the size of the gzip file.
+    fn finish(&mut self) -> io::Result<u64> {
+        if !self.pending.is_empty() {
+            self.hand_over()?;
+        }
+        self.join()
+    }
+
+    fn join(&mut self) -> io::Result<u64> {
+        self.blocks = None;
+        match self.thread.take() {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the gzip thread panicked"))),
+            None => Err(stopped()),
+        }
+    }
+}
+
+fn stopped() -> io::Error {
+    io::Error::other("the gzip writer thread is not running")
+}
+
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), StorageError> {
     let file = File::create(path).map_err(io_err("create", path))?;
     let mut w = BufWriter::new(file);
@@ -448,6 +628,7 @@ fn open_content_with_index(
         gzip,
         modified,
         index,
+        compressed: CompressedAnswers::default(),
     })
 }
 

@@ -119,6 +119,12 @@ impl DriftWatches {
         self.lock().keys().cloned().collect()
     }
 
+    /// Whether the watch of `kind` has listed the existing objects by now (without waiting):
+    /// a change of an object it has seen after this is reported.
+    pub fn is_synced(&self, kind: &ResourceInfo) -> bool {
+        self.lock().get(kind).is_some_and(|w| *w.synced.borrow())
+    }
+
     /// Waits until the watch of `kind` has listed the existing objects (changes after that are
     /// reported). Returns false when `kind` is not watched or its watch ended.
     pub async fn synced(&self, kind: &ResourceInfo) -> bool {

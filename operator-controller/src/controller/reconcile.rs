@@ -83,9 +83,15 @@ pub use super::error::ReconcileError;
 /// Retryable failures back off from 1 s, doubling, to at most 5 minutes (with jitter).
 const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 const BACKOFF_CAP: Duration = Duration::from_secs(300);
-/// While the Deployments are not yet available, look again after this long (their status
-/// changes also arrive through the drift watches; this is the safety net).
-const AVAILABILITY_RECHECK: Duration = Duration::from_secs(30);
+/// While the Deployments are not yet available and their watch had not listed them when the
+/// availability was read, look again after this long: a status change that lands before the
+/// watch's first list is not reported as a change.
+const AVAILABILITY_RECHECK_UNWATCHED: Duration = Duration::from_secs(5);
+/// While the Deployments are not yet available but watched, their status changes arrive through
+/// the drift watch (a metadata watch sees every resourceVersion); this long re-check is only the
+/// safety net for a watch gap. A short period here made 1,000 extensions whose Deployments
+/// cannot be scheduled cost a full reconcile each every 30 s (docs/PERFORMANCE.md).
+const AVAILABILITY_RECHECK_WATCHED: Duration = Duration::from_secs(600);
 
 /// Settings of the controller that do not change while it runs.
 #[derive(Clone, Debug)]
@@ -227,6 +233,8 @@ struct Findings {
     installed: Installed,
     deprecation: Option<[ConditionValue; 4]>,
     available: Available,
+    /// The Deployments' watch had listed them before their availability was read.
+    availability_watched: bool,
     notes: Vec<String>,
     /// When the built-in provider's next certificate step is due.
     cert_recheck: Option<Duration>,
@@ -238,6 +246,7 @@ impl Findings {
             installed: Installed::Nothing,
             deprecation: None,
             available: Available::Keep,
+            availability_watched: false,
             notes: Vec::new(),
             cert_recheck: None,
         }
@@ -296,7 +305,11 @@ async fn reconcile_extension(
     result?;
     let available = find_condition(&status.conditions, ConditionType::Available)
         .is_none_or(|c| c.status == ConditionStatus::True);
-    let availability_recheck = (!available).then_some(AVAILABILITY_RECHECK);
+    let availability_recheck = match (available, findings.availability_watched) {
+        (true, _) => None,
+        (false, true) => Some(AVAILABILITY_RECHECK_WATCHED),
+        (false, false) => Some(AVAILABILITY_RECHECK_UNWATCHED),
+    };
     Ok(
         match availability_recheck.into_iter().chain(cert_recheck).min() {
             Some(after) => Action::requeue(after),
@@ -689,6 +702,12 @@ async fn after_apply(
     if let Some(note) = outcome.kept_crds_message() {
         findings.notes.push(note);
     }
+    // Read before the availability, so a change after the read is surely reported.
+    findings.availability_watched = outcome
+        .kinds()
+        .iter()
+        .filter(|k| k.gvk.group == "apps" && k.gvk.kind == "Deployment")
+        .all(|k| ctx.drift.is_synced(k));
     findings.available = match ctx.applier.availability(&outcome.deployments()).await {
         Ok(availability) => Available::Observed(availability),
         Err(e) => {

@@ -1,0 +1,263 @@
+//! Shared pieces of the benchmarks in `e2e/examples/` (not tests): the generated "bench"
+//! bundles whose objects are all namespaced, the ClusterExtension installing one, and readings
+//! of a process (`/proc`: RSS, CPU seconds, bytes written) and of kube-apiserver
+//! (`apiserver_request_total`).
+//!
+//! Input: a registry, process ids, a client. Output: numbers and pushed images. Network: the
+//! loopback registry and API server only. Panics on failure, as benchmark set-up does.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, ListParams};
+use serde_json::{Value, json};
+
+use crate::images;
+use crate::operator_controller::bundle_name;
+use crate::registry::Registry;
+
+/// How often the benchmarks poll while waiting.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Prints the `count` largest (verb, resource) request counts of `delta`, also per extension
+/// when `per` (the number of extensions) is given.
+pub fn print_top(
+    title: &str,
+    delta: &BTreeMap<(String, String), f64>,
+    count: usize,
+    per: Option<usize>,
+) {
+    let mut rows: Vec<_> = delta.iter().filter(|(_, v)| **v >= 1.0).collect();
+    rows.sort_by(|a, b| b.1.total_cmp(a.1));
+    println!("{title}");
+    for ((verb, resource), v) in rows.into_iter().take(count) {
+        match per {
+            Some(n) => println!(
+                "    {resource:<40} {verb:<8} {v:>8.0} ({:.2}/extension)",
+                v / n as f64
+            ),
+            None => println!("    {resource:<40} {verb:<8} {v:>8.0}"),
+        }
+    }
+}
+
+/// Waits until `total` Deployments named `bench-p*-controller` are Available; returns the time
+/// since `started`, or None after `timeout`.
+pub async fn wait_all_available(
+    client: &kube::Client,
+    total: usize,
+    started: Instant,
+    timeout: Duration,
+) -> Option<Duration> {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::all(client.clone());
+    let deadline = Instant::now() + timeout;
+    loop {
+        let available = api
+            .list(&ListParams::default())
+            .await
+            .map(|l| {
+                l.items
+                    .iter()
+                    .filter(|d| {
+                        d.metadata
+                            .name
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with("bench-p"))
+                            && d.status
+                                .as_ref()
+                                .and_then(|s| s.conditions.as_ref())
+                                .is_some_and(|c| {
+                                    c.iter()
+                                        .any(|c| c.type_ == "Available" && c.status == "True")
+                                })
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        if available >= total {
+            return Some(started.elapsed());
+        }
+        if Instant::now() > deadline {
+            println!("bench: {available}/{total} Deployments Available at the deadline");
+            return None;
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+/// Writes and pushes the bundle of `package` at 1.0.0: a CSV supporting only OwnNamespace and
+/// SingleNamespace, with namespaced `permissions`, one Deployment, and a ConfigMap.
+pub async fn push_bundle(registry: &Registry, package: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    write_bundle(dir.path(), package);
+    let tag = format!("bench/{package}-bundle:v1.0.0");
+    images::push_bundle(registry, &tag, dir.path(), package, &["stable"])
+        .await
+        .unwrap();
+    registry.image(&tag)
+}
+
+pub fn write_bundle(dir: &Path, package: &str) {
+    let manifests = dir.join("manifests");
+    let metadata = dir.join("metadata");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::create_dir_all(&metadata).unwrap();
+    std::fs::write(
+        metadata.join("annotations.yaml"),
+        format!(
+            "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: {package}\n  operators.operatorframework.io.bundle.channels.v1: stable\n"
+        ),
+    )
+    .unwrap();
+    let modes: Vec<Value> = [
+        ("OwnNamespace", true),
+        ("SingleNamespace", true),
+        ("MultiNamespace", false),
+        ("AllNamespaces", false),
+    ]
+    .iter()
+    .map(|(m, s)| json!({"type": m, "supported": s}))
+    .collect();
+    let app = format!("{package}-op");
+    let sa = format!("{package}-sa");
+    let csv = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": {"name": bundle_name(package, "1.0.0"), "annotations": {"capabilities": "Basic Install"}},
+        "spec": {
+            "displayName": package,
+            "version": "1.0.0",
+            "provider": {"name": "bench"},
+            "installModes": modes,
+            "install": {"strategy": "deployment", "spec": {
+                "permissions": [{"serviceAccountName": sa, "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+                ]}],
+                "deployments": [{
+                    "name": format!("{package}-controller"),
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": app}},
+                        "template": {
+                            "metadata": {"labels": {"app": app}},
+                            "spec": {
+                                "serviceAccountName": sa,
+                                "containers": [{"name": "manager", "image": "example.invalid/bench/manager:v1"}],
+                            },
+                        },
+                    },
+                }],
+            }},
+        },
+    });
+    std::fs::write(manifests.join("csv.json"), csv.to_string()).unwrap();
+    std::fs::write(
+        manifests.join("configmap.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {package}-config\ndata:\n  version: \"1.0.0\"\n"),
+    )
+    .unwrap();
+}
+
+/// The ClusterExtension installing `package` into `namespace`, watching that namespace.
+pub fn extension(namespace: &str, package: &str, catalog: &str) -> Value {
+    json!({
+        "apiVersion": "olm.operatorframework.io/v1",
+        "kind": "ClusterExtension",
+        "metadata": {"name": format!("{namespace}-{package}")},
+        "spec": {
+            "namespace": namespace,
+            "config": {"configType": "Inline", "inline": {"watchNamespace": namespace}},
+            "source": {"sourceType": "Catalog", "catalog": {
+                "packageName": package,
+                "selector": {"matchLabels": {crate::operator_controller::CATALOG_NAME_LABEL: catalog}},
+            }},
+        },
+    })
+}
+
+/// `apiserver_request_total` by (verb, resource), read through the admin client.
+pub async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, String), f64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(request).await.unwrap();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
+                .map(|v| v.trim_end_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        let mut resource = label("resource");
+        let sub = label("subresource");
+        if !sub.is_empty() {
+            resource = format!("{resource}/{sub}");
+        }
+        if resource.is_empty() {
+            resource = "(non-resource)".into();
+        }
+        *out.entry((label("verb"), resource)).or_default() += value;
+    }
+    out
+}
+
+pub fn diff(
+    before: &BTreeMap<(String, String), f64>,
+    after: &BTreeMap<(String, String), f64>,
+) -> BTreeMap<(String, String), f64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .collect()
+}
+
+/// A `/proc/PID/status` field in KiB.
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// utime + stime of `pid`, in seconds (clock ticks from `getconf CLK_TCK`, 100 when unknown).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some((_, after_comm)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = after_comm.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5); `after_comm` starts at field 3.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
+        .sum();
+    ticks as f64 / clock_ticks()
+}
+
+fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
