@@ -34,8 +34,8 @@ use kube::api::{Api, ListParams, PostParams};
 use olm_api::v1::{ClusterCatalog, ClusterExtension, ConditionType, find_condition};
 use olm_e2e::assets::Assets;
 use olm_e2e::bench::{
-    apiserver_requests, cpu_seconds, diff, extension, loadavg, proc_status_kib, push_bundle,
-    wait_all_available,
+    apiserver_requests, cpu_seconds, diff, extension, loadavg, print_top, proc_status_kib,
+    push_bundle, wait_all_available,
 };
 use olm_e2e::operator_controller::{CATALOG_NAME_LABEL, CatalogSpec, ChannelSpec, bundle_name};
 use olm_e2e::process::{Spec, Supervised};
@@ -80,6 +80,8 @@ struct Settings {
     p6_timeout: Duration,
     wrk_duration: String,
     wrk_connections: u32,
+    /// Only P1's ingest (to have a catalog) and P6: for looking into P6 alone.
+    only_p6: bool,
 }
 
 #[tokio::main]
@@ -97,7 +99,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: bench_upstream run --side ours|upstream --round N --out FILE [--p6-namespaces N] [--p6-timeout-secs S] [--wrk-duration 20s] [--wrk-connections 64]\n       bench_upstream report FILE"
+                "usage: bench_upstream run --side ours|upstream --round N --out FILE [--p6-namespaces N] [--p6-timeout-secs S] [--wrk-duration 20s] [--wrk-connections 64] [--only-p6]\n       bench_upstream report FILE"
             );
             std::process::exit(2);
         }
@@ -114,9 +116,14 @@ fn parse_run(args: &[String]) -> Settings {
         // 64 connections each reading the 84 MB `/all` need several seconds per request.
         wrk_duration: "20s".into(),
         wrk_connections: 64,
+        only_p6: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--only-p6" {
+            settings.only_p6 = true;
+            continue;
+        }
         let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         match flag.as_str() {
             "--side" => {
@@ -275,99 +282,103 @@ async fn run(settings: Settings) {
         results["p1_peak_rss_mib"], results["p1_written_mib"]
     );
 
-    // P1: the unchanged poll (pollIntervalMinutes 1): wait for the next manifest request.
-    let repo = "bench/catalog-0";
-    let log_before = registry.access_log().len();
-    let written_before = write_bytes(catalogd_pid);
-    let cpu_before = cpu_seconds(catalogd_pid);
-    let deadline = Instant::now() + Duration::from_secs(150);
-    loop {
-        let polled = registry.access_log()[log_before..]
-            .iter()
-            .any(|e| e.path.contains(repo) && e.path.contains("/manifests/"));
-        if polled || Instant::now() > deadline {
-            if !polled {
-                println!("bench-upstream: P1 no poll seen within 150 s");
-            }
-            break;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let window = registry.access_log();
-    let window = &window[log_before.min(window.len())..];
-    let of_repo = || window.iter().filter(|e| e.path.contains(repo));
-    results.insert("p1_poll_requests".into(), of_repo().count() as f64);
-    results.insert(
-        "p1_poll_blob_gets".into(),
-        of_repo().filter(|e| e.is_blob_get()).count() as f64,
-    );
-    results.insert(
-        "p1_poll_written_kib".into(),
-        (write_bytes(catalogd_pid) - written_before) as f64 / 1024.0,
-    );
-    results.insert(
-        "p1_poll_cpu_seconds".into(),
-        cpu_seconds(catalogd_pid) - cpu_before,
-    );
-    println!(
-        "bench-upstream: P1 unchanged poll: {} registry requests ({} blob GETs), {:.1} KiB written",
-        results["p1_poll_requests"], results["p1_poll_blob_gets"], results["p1_poll_written_kib"]
-    );
-
-    // P2/P3: serving.
-    let base = format!("https://127.0.0.1:{server_port}/catalogs/bench-0/api/v1");
-    let cases = [
-        ("all", format!("{base}/all"), false),
-        ("all_gz", format!("{base}/all"), true),
-        (
-            "metas_small",
-            format!("{base}/metas?package={SMALL_PACKAGE}"),
-            false,
-        ),
-        (
-            "metas_large",
-            format!("{base}/metas?package={LARGE_PACKAGE}"),
-            false,
-        ),
-        (
-            "metas_large_gz",
-            format!("{base}/metas?package={LARGE_PACKAGE}"),
-            true,
-        ),
-    ];
-    for (case, url, gzip) in &cases {
-        check_served(url, *gzip, &tls.ca_pem).await;
+    if !settings.only_p6 {
+        // P1: the unchanged poll (pollIntervalMinutes 1): wait for the next manifest request.
+        let repo = "bench/catalog-0";
+        let log_before = registry.access_log().len();
+        let written_before = write_bytes(catalogd_pid);
         let cpu_before = cpu_seconds(catalogd_pid);
-        let load = wrk(url, *gzip, &settings.wrk_duration, settings.wrk_connections);
-        let cpu = cpu_seconds(catalogd_pid) - cpu_before;
-        let rss = proc_status_kib(catalogd_pid, "VmHWM") as f64 / 1024.0;
-        println!(
-            "bench-upstream: P2/P3 {case}: {:.1} req/s, {:.1} MB/s, p50 {:.1} ms, p99 {:.1} ms, {cpu:.1} CPU s ({:.2} per GB), {} errors",
-            load.requests_per_second,
-            load.bytes / load.seconds / 1e6,
-            load.p50_ms,
-            load.p99_ms,
-            cpu / (load.bytes / 1e9),
-            load.errors
-        );
-        results.insert(format!("p23_{case}_rps"), load.requests_per_second);
+        let deadline = Instant::now() + Duration::from_secs(150);
+        loop {
+            let polled = registry.access_log()[log_before..]
+                .iter()
+                .any(|e| e.path.contains(repo) && e.path.contains("/manifests/"));
+            if polled || Instant::now() > deadline {
+                if !polled {
+                    println!("bench-upstream: P1 no poll seen within 150 s");
+                }
+                break;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let window = registry.access_log();
+        let window = &window[log_before.min(window.len())..];
+        let of_repo = || window.iter().filter(|e| e.path.contains(repo));
+        results.insert("p1_poll_requests".into(), of_repo().count() as f64);
         results.insert(
-            format!("p23_{case}_mb_per_s"),
-            load.bytes / load.seconds / 1e6,
+            "p1_poll_blob_gets".into(),
+            of_repo().filter(|e| e.is_blob_get()).count() as f64,
         );
-        results.insert(format!("p23_{case}_p50_ms"), load.p50_ms);
-        results.insert(format!("p23_{case}_p99_ms"), load.p99_ms);
-        results.insert(format!("p23_{case}_cpu_s_per_gb"), cpu / (load.bytes / 1e9));
-        results.insert(format!("p23_{case}_errors"), load.errors);
-        results.insert(format!("p23_{case}_peak_rss_mib"), rss);
-    }
+        results.insert(
+            "p1_poll_written_kib".into(),
+            (write_bytes(catalogd_pid) - written_before) as f64 / 1024.0,
+        );
+        results.insert(
+            "p1_poll_cpu_seconds".into(),
+            cpu_seconds(catalogd_pid) - cpu_before,
+        );
+        println!(
+            "bench-upstream: P1 unchanged poll: {} registry requests ({} blob GETs), {:.1} KiB written",
+            results["p1_poll_requests"],
+            results["p1_poll_blob_gets"],
+            results["p1_poll_written_kib"]
+        );
 
-    // Two more large catalogs for P5.
-    for (v, image) in catalog_images.iter().enumerate().skip(1) {
-        let name = format!("bench-{v}");
-        create_catalog(&catalogs, &name, image).await;
-        wait_serving(&catalogs, &name, &mut catalogd).await;
+        // P2/P3: serving.
+        let base = format!("https://127.0.0.1:{server_port}/catalogs/bench-0/api/v1");
+        let cases = [
+            ("all", format!("{base}/all"), false),
+            ("all_gz", format!("{base}/all"), true),
+            (
+                "metas_small",
+                format!("{base}/metas?package={SMALL_PACKAGE}"),
+                false,
+            ),
+            (
+                "metas_large",
+                format!("{base}/metas?package={LARGE_PACKAGE}"),
+                false,
+            ),
+            (
+                "metas_large_gz",
+                format!("{base}/metas?package={LARGE_PACKAGE}"),
+                true,
+            ),
+        ];
+        for (case, url, gzip) in &cases {
+            check_served(url, *gzip, &tls.ca_pem).await;
+            let cpu_before = cpu_seconds(catalogd_pid);
+            let load = wrk(url, *gzip, &settings.wrk_duration, settings.wrk_connections);
+            let cpu = cpu_seconds(catalogd_pid) - cpu_before;
+            let rss = proc_status_kib(catalogd_pid, "VmHWM") as f64 / 1024.0;
+            println!(
+                "bench-upstream: P2/P3 {case}: {:.1} req/s, {:.1} MB/s, p50 {:.1} ms, p99 {:.1} ms, {cpu:.1} CPU s ({:.2} per GB), {} errors",
+                load.requests_per_second,
+                load.bytes / load.seconds / 1e6,
+                load.p50_ms,
+                load.p99_ms,
+                cpu / (load.bytes / 1e9),
+                load.errors
+            );
+            results.insert(format!("p23_{case}_rps"), load.requests_per_second);
+            results.insert(
+                format!("p23_{case}_mb_per_s"),
+                load.bytes / load.seconds / 1e6,
+            );
+            results.insert(format!("p23_{case}_p50_ms"), load.p50_ms);
+            results.insert(format!("p23_{case}_p99_ms"), load.p99_ms);
+            results.insert(format!("p23_{case}_cpu_s_per_gb"), cpu / (load.bytes / 1e9));
+            results.insert(format!("p23_{case}_errors"), load.errors);
+            results.insert(format!("p23_{case}_peak_rss_mib"), rss);
+        }
+
+        // Two more large catalogs for P5.
+        for (v, image) in catalog_images.iter().enumerate().skip(1) {
+            let name = format!("bench-{v}");
+            create_catalog(&catalogs, &name, image).await;
+            wait_serving(&catalogs, &name, &mut catalogd).await;
+        }
     }
 
     // operator-controller.
@@ -388,80 +399,82 @@ async fn run(settings: Settings) {
     let oc_pid = controller.pid().unwrap();
     let extensions: Api<ClusterExtension> = Api::all(client.clone());
 
-    // P4: one extension with nothing cached in operator-controller, then another.
-    for (i, label) in ["cold", "warm"].iter().enumerate() {
-        let ns = format!("bench4-ns-{i}");
-        ensure_namespace(&client, &ns).await;
-        let body = extension(&ns, &format!("bench-p{i:02}"), "bench-0");
-        let name = body["metadata"]["name"].as_str().unwrap().to_owned();
-        let started = Instant::now();
-        extensions
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(body).unwrap(),
-            )
-            .await
-            .unwrap();
-        let resolved = loop {
-            let ce = extensions.get(&name).await.unwrap();
-            let has_bundle = ce
-                .status
-                .as_ref()
-                .and_then(|s| s.install.as_ref())
-                .is_some_and(|i| !i.bundle.name.is_empty());
-            if has_bundle {
-                break started.elapsed().as_secs_f64();
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(300),
-                "P4 {label}: no bundle in the status of {name} after 300 s: {:?}\n{}",
-                ce.status,
-                controller.log_tail(30)
-            );
-            tokio::time::sleep(POLL_FAST).await;
-        };
-        println!("bench-upstream: P4 {label}: bundle in status after {resolved:.2}s");
-        results.insert(format!("p4_{label}_seconds"), resolved);
-    }
+    if !settings.only_p6 {
+        // P4: one extension with nothing cached in operator-controller, then another.
+        for (i, label) in ["cold", "warm"].iter().enumerate() {
+            let ns = format!("bench4-ns-{i}");
+            ensure_namespace(&client, &ns).await;
+            let body = extension(&ns, &format!("bench-p{i:02}"), "bench-0");
+            let name = body["metadata"]["name"].as_str().unwrap().to_owned();
+            let started = Instant::now();
+            extensions
+                .create(
+                    &PostParams::default(),
+                    &serde_json::from_value(body).unwrap(),
+                )
+                .await
+                .unwrap();
+            let resolved = loop {
+                let ce = extensions.get(&name).await.unwrap();
+                let has_bundle = ce
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.install.as_ref())
+                    .is_some_and(|i| !i.bundle.name.is_empty());
+                if has_bundle {
+                    break started.elapsed().as_secs_f64();
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(300),
+                    "P4 {label}: no bundle in the status of {name} after 300 s: {:?}\n{}",
+                    ce.status,
+                    controller.log_tail(30)
+                );
+                tokio::time::sleep(POLL_FAST).await;
+            };
+            println!("bench-upstream: P4 {label}: bundle in status after {resolved:.2}s");
+            results.insert(format!("p4_{label}_seconds"), resolved);
+        }
 
-    // P5: 100 extensions installed, three large catalogs served; steady RSS and idle CPU.
-    let p5_names: Vec<String> = (0..10).map(|n| format!("bench5-ns-{n:02}")).collect();
-    let (p5_installed, _) =
-        install_many(&client, &p5_names, &controller, Duration::from_secs(600)).await;
-    assert!(
-        p5_installed.is_some(),
-        "P5: the 100 extensions did not install"
-    );
-    wait_all_available(&client, 102, Instant::now(), AVAILABLE_TIMEOUT).await;
-    tokio::time::sleep(SETTLE).await;
-    let oc_cpu = cpu_seconds(oc_pid);
-    let cd_cpu = cpu_seconds(catalogd_pid);
-    let idle_requests_before = apiserver_requests(&client).await;
-    tokio::time::sleep(IDLE_WINDOW).await;
-    let idle_requests = diff(&idle_requests_before, &apiserver_requests(&client).await)
-        .values()
-        .sum::<f64>();
-    for (who, pid, cpu) in [
-        ("catalogd", catalogd_pid, cd_cpu),
-        ("operator_controller", oc_pid, oc_cpu),
-    ] {
-        results.insert(
-            format!("p5_{who}_rss_mib"),
-            proc_status_kib(pid, "VmRSS") as f64 / 1024.0,
+        // P5: 100 extensions installed, three large catalogs served; steady RSS and idle CPU.
+        let p5_names: Vec<String> = (0..10).map(|n| format!("bench5-ns-{n:02}")).collect();
+        let (p5_installed, _) =
+            install_many(&client, &p5_names, &controller, Duration::from_secs(600)).await;
+        assert!(
+            p5_installed.is_some(),
+            "P5: the 100 extensions did not install"
         );
-        results.insert(
-            format!("p5_{who}_idle_cpu_percent"),
-            (cpu_seconds(pid) - cpu) / IDLE_WINDOW.as_secs_f64() * 100.0,
+        wait_all_available(&client, 102, Instant::now(), AVAILABLE_TIMEOUT).await;
+        tokio::time::sleep(SETTLE).await;
+        let oc_cpu = cpu_seconds(oc_pid);
+        let cd_cpu = cpu_seconds(catalogd_pid);
+        let idle_requests_before = apiserver_requests(&client).await;
+        tokio::time::sleep(IDLE_WINDOW).await;
+        let idle_requests = diff(&idle_requests_before, &apiserver_requests(&client).await)
+            .values()
+            .sum::<f64>();
+        for (who, pid, cpu) in [
+            ("catalogd", catalogd_pid, cd_cpu),
+            ("operator_controller", oc_pid, oc_cpu),
+        ] {
+            results.insert(
+                format!("p5_{who}_rss_mib"),
+                proc_status_kib(pid, "VmRSS") as f64 / 1024.0,
+            );
+            results.insert(
+                format!("p5_{who}_idle_cpu_percent"),
+                (cpu_seconds(pid) - cpu) / IDLE_WINDOW.as_secs_f64() * 100.0,
+            );
+        }
+        results.insert("p5_idle_apiserver_requests_per_min".into(), idle_requests);
+        println!(
+            "bench-upstream: P5 RSS catalogd {:.1} MiB, operator-controller {:.1} MiB; idle CPU {:.2}% / {:.2}%; {idle_requests:.0} apiserver requests in the idle minute",
+            results["p5_catalogd_rss_mib"],
+            results["p5_operator_controller_rss_mib"],
+            results["p5_catalogd_idle_cpu_percent"],
+            results["p5_operator_controller_idle_cpu_percent"]
         );
     }
-    results.insert("p5_idle_apiserver_requests_per_min".into(), idle_requests);
-    println!(
-        "bench-upstream: P5 RSS catalogd {:.1} MiB, operator-controller {:.1} MiB; idle CPU {:.2}% / {:.2}%; {idle_requests:.0} apiserver requests in the idle minute",
-        results["p5_catalogd_rss_mib"],
-        results["p5_operator_controller_rss_mib"],
-        results["p5_catalogd_idle_cpu_percent"],
-        results["p5_operator_controller_idle_cpu_percent"]
-    );
 
     // P6: many more extensions at once.
     if settings.p6_namespaces > 0 {
@@ -473,9 +486,14 @@ async fn run(settings: Settings) {
         let cpu_before = cpu_seconds(oc_pid);
         let (installed, own_requests) =
             install_many(&client, &names, &controller, settings.p6_timeout).await;
-        let requests = diff(&requests_before, &apiserver_requests(&client).await)
-            .values()
-            .sum::<f64>();
+        let delta = diff(&requests_before, &apiserver_requests(&client).await);
+        let requests = delta.values().sum::<f64>();
+        print_top(
+            "bench-upstream: P6 apiserver requests by resource and verb (all clients, top 20):",
+            &delta,
+            20,
+            Some(total),
+        );
         let cpu = cpu_seconds(oc_pid) - cpu_before;
         results.insert("p6_extensions".into(), total as f64);
         match installed {
