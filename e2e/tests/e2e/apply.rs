@@ -1297,6 +1297,25 @@ async fn user_labels_annotations_and_rollout_restarts_survive_reapplying() {
     )
     .await
     .unwrap();
+    // On the full tier the controller-manager reacts to the restart by writing the Deployment's
+    // `deployment.kubernetes.io/revision` annotation; were that write to land between the
+    // applier's read and its apply, the object would rightly count as changed (by someone else).
+    // Let it settle first: it has processed the latest spec once observedGeneration catches up.
+    if env.control_plane.tier() == Tier::Full {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let live = api.get("operator").await.unwrap();
+            let observed = live.data["status"]["observedGeneration"].as_i64();
+            if observed.is_some() && observed == live.metadata.generation {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the controller-manager did not process the restarted Deployment"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
 
     let outcome = applier
         .apply(&request(&owner, &ns, &identity, &desired, &refs(&desired)))
