@@ -29,15 +29,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use kube::api::{Api, ListParams, PostParams};
 use olm_api::v1::{ClusterCatalog, ClusterExtension, ConditionType, find_condition};
 use olm_e2e::assets::Assets;
 use olm_e2e::bench::{
-    apiserver_requests, cpu_seconds, diff, extension, loadavg, print_top, proc_status_kib,
-    push_bundle, wait_all_available,
+    apiserver_requests, cpu_seconds, create_extensions, diff, extension, loadavg, print_top,
+    proc_status_kib, push_bundle, wait_all_available,
 };
-use olm_e2e::operator_controller::{CATALOG_NAME_LABEL, CatalogSpec, ChannelSpec, bundle_name};
+use olm_e2e::operator_controller::{
+    CATALOG_NAME_LABEL, CatalogSpec, ChannelSpec, bundle_name, ensure_namespace, free_port,
+};
 use olm_e2e::process::{Spec, Supervised};
 use olm_e2e::registry::Registry;
 use olm_e2e::{Tier, images};
@@ -46,7 +47,6 @@ use serde_json::{Value, json};
 const SYSTEM_NAMESPACE: &str = "olmv1-system";
 const PACKAGES: usize = 10;
 const CATALOGS: usize = 3;
-const CREATE_CONCURRENCY: usize = 50;
 const POLL_FAST: Duration = Duration::from_millis(100);
 const POLL: Duration = Duration::from_secs(1);
 const SETTLE: Duration = Duration::from_secs(30);
@@ -859,22 +859,7 @@ async fn install_many(
         })
         .collect();
     let started = Instant::now();
-    let created = futures::stream::iter(bodies)
-        .map(|body| {
-            let api = api.clone();
-            async move {
-                let ce: ClusterExtension = serde_json::from_value(body).unwrap();
-                api.create(&PostParams::default(), &ce).await
-            }
-        })
-        .buffer_unordered(CREATE_CONCURRENCY)
-        .collect::<Vec<_>>()
-        .await;
-    let errors: Vec<String> = created
-        .into_iter()
-        .filter_map(|r| r.err().map(|e| e.to_string()))
-        .collect();
-    assert!(errors.is_empty(), "creating extensions failed: {errors:?}");
+    create_extensions(&api, bodies).await;
     let wanted: std::collections::HashSet<&String> = names.iter().collect();
     let mut own = names.len() as u64;
     let mut last_report = Instant::now();
@@ -1037,23 +1022,6 @@ async fn check_served(url: &str, gzip: bool, ca_pem: &str) {
     );
     let body = response.bytes().await.unwrap();
     assert!(!body.is_empty(), "{url}: empty body");
-}
-
-async fn ensure_namespace(client: &kube::Client, name: &str) {
-    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let ns = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    match api.create(&PostParams::default(), &ns).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => panic!("create namespace {name}: {e}"),
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
 }
 
 /// `write_bytes` of `/proc/PID/io`: bytes this process caused to be written to storage.

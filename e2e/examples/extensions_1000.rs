@@ -29,13 +29,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use kube::api::{Api, ListParams, PostParams};
 use olm_api::v1::{ClusterExtension, ConditionType, find_condition};
 use olm_e2e::assets::Assets;
 use olm_e2e::bench::{
-    POLL_INTERVAL, apiserver_requests, cpu_seconds, diff, extension, loadavg, print_top,
-    proc_status_kib, push_bundle, wait_all_available,
+    POLL_INTERVAL, apiserver_requests, cpu_seconds, create_extensions, diff, extension, loadavg,
+    print_top, proc_status_kib, push_bundle, wait_all_available,
 };
 use olm_e2e::operator_controller::{CatalogSpec, Catalogs, ChannelSpec, bundle_name};
 use olm_e2e::process::{Spec, Supervised};
@@ -52,8 +51,6 @@ const AVAILABLE_TIMEOUT: Duration = Duration::from_secs(90);
 const SETTLE: Duration = Duration::from_secs(30);
 const IDLE_WINDOW: Duration = Duration::from_secs(60);
 const SYSTEM_NAMESPACE: &str = "olmv1-system";
-/// Extensions created concurrently (the API calls in flight at once while creating).
-const CREATE_CONCURRENCY: usize = 50;
 
 #[tokio::main]
 async fn main() {
@@ -150,25 +147,7 @@ async fn main() {
             (0..packages).map(move |p| extension(ns, &format!("bench-p{p:02}"), catalog_ref))
         })
         .collect();
-    let created = futures::stream::iter(bodies)
-        .map(|body| {
-            let api = ce_api.clone();
-            async move {
-                let ce: ClusterExtension = serde_json::from_value(body).unwrap();
-                api.create(&PostParams::default(), &ce).await
-            }
-        })
-        .buffer_unordered(CREATE_CONCURRENCY)
-        .collect::<Vec<_>>()
-        .await;
-    let create_errors: Vec<String> = created
-        .into_iter()
-        .filter_map(|r| r.err().map(|e| e.to_string()))
-        .collect();
-    assert!(
-        create_errors.is_empty(),
-        "creating extensions failed: {create_errors:?}"
-    );
+    create_extensions(&ce_api, bodies).await;
     let created_in = started.elapsed();
     println!(
         "bench: {total} ClusterExtensions created in {:.1}s",

@@ -21,6 +21,31 @@ use crate::registry::Registry;
 /// How often the benchmarks poll while waiting.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
+/// Extensions created concurrently (the API calls in flight at once while creating).
+pub const CREATE_CONCURRENCY: usize = 50;
+
+/// Creates every ClusterExtension of `bodies` at once, [`CREATE_CONCURRENCY`] calls in flight;
+/// panics listing the failures.
+pub async fn create_extensions(api: &Api<olm_api::v1::ClusterExtension>, bodies: Vec<Value>) {
+    use futures::StreamExt;
+    let created = futures::stream::iter(bodies)
+        .map(|body| {
+            let api = api.clone();
+            async move {
+                let ce: olm_api::v1::ClusterExtension = serde_json::from_value(body).unwrap();
+                api.create(&kube::api::PostParams::default(), &ce).await
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+    let errors: Vec<String> = created
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .collect();
+    assert!(errors.is_empty(), "creating extensions failed: {errors:?}");
+}
+
 /// Prints the `count` largest (verb, resource) request counts of `delta`, also per extension
 /// when `per` (the number of extensions) is given.
 pub fn print_top(

@@ -70,7 +70,8 @@ pub struct OperatorController {
     _cache: Option<tempfile::TempDir>,
 }
 
-fn free_port() -> u16 {
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -252,7 +253,8 @@ pub fn extension_body(
     })
 }
 
-async fn ensure_namespace(client: &kube::Client, name: &str) {
+/// Creates namespace `name` unless it exists.
+pub async fn ensure_namespace(client: &kube::Client, name: &str) {
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let ns = serde_json::from_value(json!({"metadata": {"name": name}})).expect("a namespace");
     match api.create(&PostParams::default(), &ns).await {
