@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject};
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, Event};
@@ -57,6 +58,8 @@ pub enum DriftChange {
 struct Watch {
     task: JoinHandle<()>,
     synced: watch::Receiver<bool>,
+    /// The objects of this kind as the watch last saw them (shared with its task).
+    known: Known,
 }
 
 impl Drop for Watch {
@@ -104,8 +107,17 @@ impl DriftWatches {
             let (synced_tx, synced) = watch::channel(false);
             let api: Api<PartialObjectMeta<DynamicObject>> =
                 Api::all_with(self.client.clone(), &api_resource(kind));
-            let task = tokio::spawn(run_watch(api, kind.clone(), self.events.clone(), synced_tx));
-            watches.insert(kind.clone(), Watch { task, synced });
+            let tracker = Tracker::new(kind.clone());
+            let known = tracker.known.clone();
+            let task = tokio::spawn(run_watch(api, tracker, self.events.clone(), synced_tx));
+            watches.insert(
+                kind.clone(),
+                Watch {
+                    task,
+                    synced,
+                    known,
+                },
+            );
         }
     }
 
@@ -125,6 +137,25 @@ impl DriftWatches {
         self.lock().get(kind).is_some_and(|w| *w.synced.borrow())
     }
 
+    /// Whether every object of `objects` is, as its kind's watch sees it now, the version an
+    /// apply left it in: the watch has listed its kind and holds the object with the same
+    /// [`metadata_fingerprint`]. False as soon as one is missing, different or unwatched.
+    pub fn unchanged(&self, objects: &[(ResourceInfo, ObjectRef, u64)]) -> bool {
+        let watches = self.lock();
+        objects.iter().all(|(kind, object, fingerprint)| {
+            let Some(watch) = watches.get(kind) else {
+                return false;
+            };
+            if !*watch.synced.borrow() {
+                return false;
+            }
+            let known = watch.known.lock().unwrap_or_else(PoisonError::into_inner);
+            known
+                .get(&(object.namespace.clone(), object.name.clone()))
+                .is_some_and(|seen| seen.fingerprint == *fingerprint)
+        })
+    }
+
     /// Waits until the watch of `kind` has listed the existing objects (changes after that are
     /// reported). Returns false when `kind` is not watched or its watch ended.
     pub async fn synced(&self, kind: &ResourceInfo) -> bool {
@@ -141,9 +172,42 @@ impl DriftWatches {
 struct Seen {
     owner: String,
     resource_version: String,
+    /// [`metadata_fingerprint`] of this version.
+    fingerprint: u64,
 }
 
 type ObjectName = (Option<String>, String);
+type Known = Arc<Mutex<HashMap<ObjectName, Seen>>>;
+
+/// What of an object's metadata changes when the object changes in a way an apply would
+/// restore: its generation (spec) where the kind keeps one, else its resourceVersion (kinds
+/// without status, such as ConfigMaps, change version only when they change), plus labels,
+/// annotations, owner references, finalizers and deletion. Controllers' status writes change
+/// none of it, so a Deployment rolling out keeps its fingerprint.
+pub fn metadata_fingerprint(meta: &ObjectMeta) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    match meta.generation.filter(|g| *g > 0) {
+        Some(generation) => (0u8, generation).hash(&mut hasher),
+        None => (1u8, &meta.resource_version).hash(&mut hasher),
+    }
+    meta.labels.hash(&mut hasher);
+    meta.annotations.hash(&mut hasher);
+    meta.finalizers.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    for owner in meta.owner_references.iter().flatten() {
+        (
+            &owner.api_version,
+            &owner.kind,
+            &owner.name,
+            &owner.uid,
+            owner.controller,
+            owner.block_owner_deletion,
+        )
+            .hash(&mut hasher);
+    }
+    hasher.finish()
+}
 
 /// An object's namespace and name, and its owner and resourceVersion when it has an
 /// `owner-name` label.
@@ -157,6 +221,7 @@ fn identify(meta: &PartialObjectMeta<DynamicObject>) -> Option<(ObjectName, Opti
         .map(|owner| Seen {
             owner: owner.clone(),
             resource_version: metadata.resource_version.clone().unwrap_or_default(),
+            fingerprint: metadata_fingerprint(metadata),
         });
     Some(((metadata.namespace.clone(), name), seen))
 }
@@ -165,7 +230,7 @@ fn identify(meta: &PartialObjectMeta<DynamicObject>) -> Option<(ObjectName, Opti
 /// events of the module table they give rise to.
 struct Tracker {
     kind: ResourceInfo,
-    known: HashMap<ObjectName, Seen>,
+    known: Known,
     /// Objects of a re-list in progress (between `Init` and `InitDone`).
     relisting: Option<HashMap<ObjectName, Seen>>,
 }
@@ -174,7 +239,7 @@ impl Tracker {
     fn new(kind: ResourceInfo) -> Tracker {
         Tracker {
             kind,
-            known: HashMap::new(),
+            known: Arc::default(),
             relisting: None,
         }
     }
@@ -194,6 +259,7 @@ impl Tracker {
         event: Event<PartialObjectMeta<DynamicObject>>,
     ) -> (Vec<DriftEvent>, bool) {
         let mut out = Vec::new();
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
         match event {
             Event::Init => self.relisting = Some(HashMap::new()),
             Event::InitApply(meta) => {
@@ -205,7 +271,7 @@ impl Tracker {
             }
             Event::InitDone => {
                 let fresh = self.relisting.take().unwrap_or_default();
-                for (name, old) in &self.known {
+                for (name, old) in known.iter() {
                     match fresh.get(name) {
                         None => out.push(self.report(name, &old.owner, DriftChange::Deleted)),
                         Some(new) if new != old => {
@@ -217,7 +283,7 @@ impl Tracker {
                         Some(_) => {}
                     }
                 }
-                self.known = fresh;
+                *known = fresh;
                 return (out, true);
             }
             Event::Apply(meta) => {
@@ -225,10 +291,10 @@ impl Tracker {
                     return (out, false);
                 };
                 let old = match seen {
-                    Some(seen) => self.known.insert(name.clone(), seen),
-                    None => self.known.remove(&name),
+                    Some(seen) => known.insert(name.clone(), seen),
+                    None => known.remove(&name),
                 };
-                let now = self.known.get(&name);
+                let now = known.get(&name);
                 if let Some(old) = old
                     && now != Some(&old)
                 {
@@ -242,7 +308,7 @@ impl Tracker {
             }
             Event::Delete(meta) => {
                 if let Some((name, seen)) = identify(&meta) {
-                    let old = self.known.remove(&name);
+                    let old = known.remove(&name);
                     if let Some(owner) = old.map(|o| o.owner).or(seen.map(|s| s.owner)) {
                         out.push(self.report(&name, &owner, DriftChange::Deleted));
                     }
@@ -255,13 +321,12 @@ impl Tracker {
 
 async fn run_watch(
     api: Api<PartialObjectMeta<DynamicObject>>,
-    kind: ResourceInfo,
+    mut tracker: Tracker,
     events: mpsc::Sender<DriftEvent>,
     synced: watch::Sender<bool>,
 ) {
     let config = watcher::Config::default().labels(OWNER_KIND_SELECTOR);
     let mut stream = watch_stream(api, config).default_backoff().boxed();
-    let mut tracker = Tracker::new(kind);
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
@@ -392,5 +457,65 @@ mod tests {
             summary(&t.observe(Event::Apply(meta("b", Some("y"), "2"))).0),
             ["x b Modified", "y b Modified"]
         );
+    }
+
+    #[tokio::test]
+    async fn unchanged_holds_while_the_watch_sees_the_applied_metadata_and_not_after_an_edit() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a url"));
+        let client = kube::Client::try_from(config).expect("a client (never called)");
+        let (drift, _events) = DriftWatches::new(client, 1);
+        let mut tracker = Tracker::new(kind());
+        let (synced_tx, synced) = watch::channel(false);
+        drift.lock().insert(
+            kind(),
+            Watch {
+                task: tokio::spawn(async {}),
+                synced,
+                known: tracker.known.clone(),
+            },
+        );
+        let applied = |m: &PartialObjectMeta<DynamicObject>| {
+            vec![(
+                kind(),
+                ObjectRef::new(&kind().gvk, Some("ns"), "a"),
+                metadata_fingerprint(&m.metadata),
+            )]
+        };
+        let first = meta("a", Some("ext"), "1");
+        listed(&mut tracker, vec![first.clone()]);
+        assert!(!drift.unchanged(&applied(&first)), "not synced yet");
+        synced_tx.send_replace(true);
+        assert!(drift.unchanged(&applied(&first)));
+
+        // A status write: new resourceVersion, same generation and metadata.
+        let mut with_generation = meta("a", Some("ext"), "2");
+        with_generation.metadata.generation = Some(3);
+        tracker.observe(Event::Apply(with_generation.clone()));
+        let mut status_written = meta("a", Some("ext"), "3");
+        status_written.metadata.generation = Some(3);
+        tracker.observe(Event::Apply(status_written));
+        assert!(drift.unchanged(&applied(&with_generation)), "status only");
+
+        let mut edited = meta("a", Some("ext"), "4");
+        edited.metadata.generation = Some(4);
+        tracker.observe(Event::Apply(edited));
+        assert!(!drift.unchanged(&applied(&with_generation)), "spec edited");
+
+        let mut relabelled = meta("a", Some("ext"), "5");
+        relabelled.metadata.generation = Some(3);
+        relabelled
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert("extra".into(), "x".into());
+        tracker.observe(Event::Apply(relabelled));
+        assert!(
+            !drift.unchanged(&applied(&with_generation)),
+            "labels changed"
+        );
+
+        tracker.observe(Event::Delete(meta("a", Some("ext"), "6")));
+        assert!(!drift.unchanged(&applied(&first)), "deleted");
+        assert!(drift.unchanged(&[]), "nothing to compare");
     }
 }

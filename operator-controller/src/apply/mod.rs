@@ -64,7 +64,7 @@ use olm_operator_core::apply_plan::plan::{CRD_KIND, kept_crds_message};
 use serde_json::Value;
 
 pub use discovery::Discovery;
-pub use drift::{DriftChange, DriftEvent, DriftWatches};
+pub use drift::{DriftChange, DriftEvent, DriftWatches, metadata_fingerprint};
 pub use error::{ApiFailure, ApplyError};
 pub use olm_operator_core::apply_plan::{
     Availability, Identity, KeepReason, KeptObject, ObjectRef, Owner, ResourceInfo,
@@ -140,6 +140,8 @@ pub struct AppliedObject {
     pub resource: ResourceInfo,
     /// After the apply.
     pub resource_version: String,
+    /// [`drift::metadata_fingerprint`] after the apply: what the drift watch compares.
+    pub fingerprint: u64,
     /// Whether the apply changed the object: created it, changed its metadata or content
     /// (`status` and bookkeeping metadata aside, which controllers write concurrently), or
     /// took over upstream's managed fields.

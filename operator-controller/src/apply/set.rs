@@ -28,6 +28,7 @@ use serde_json::json;
 use tokio::time::{Instant, sleep};
 
 use super::call::{bounded, dynamic_api, read_metadata, read_object};
+use super::drift::metadata_fingerprint;
 use super::error::ApplyError;
 use super::identity::{client_for, require_permissions, require_service_account};
 use super::{AppliedObject, Applier, ApplyOutcome, ApplyRequest};
@@ -94,6 +95,7 @@ impl Applier {
             outcome.applied.push(AppliedObject {
                 object: step.object.clone(),
                 resource: step.resource.clone(),
+                fingerprint: metadata_fingerprint(&applied.metadata),
                 resource_version: applied.metadata.resource_version.unwrap_or_default(),
                 changed,
             });

@@ -27,7 +27,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, controller, reflector, watcher};
 use olm_api::v1::ClusterExtension;
 use olm_image::{Puller, PullerConfig};
 use olm_runtime::exit::Exit;
@@ -45,7 +45,7 @@ use crate::catalog_source::http::{CatalogdClient, ClientOptions};
 use crate::cmd::render::CertProviderArg;
 use crate::controller::catalogs;
 use crate::controller::metrics::Metrics;
-use crate::controller::reconcile::{Context, Settings, error_policy, reconcile};
+use crate::controller::reconcile::{Context, Settings, error_policy, reconcile, reconcile_trigger};
 use crate::gating;
 use crate::webhook_certs;
 use olm_operator_core::render::CertProvider;
@@ -109,6 +109,11 @@ pub struct Args {
     /// violates the new schema (a warning goes into the status).
     #[arg(long)]
     pub crd_upgrade_safety_data_aware: bool,
+    /// How many ClusterExtensions are reconciled at once (controller-runtime's
+    /// MaxConcurrentReconciles). Bounds the API requests and memory in flight when many
+    /// extensions change together.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_reconciles: u16,
     /// Bound of single API calls (Go duration syntax).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = olm_runtime::flags::duration, hide = true)]
     pub api_call_timeout: Duration,
@@ -144,6 +149,8 @@ pub struct RunOptions {
     pub builtin_cert_validity: Option<Duration>,
     pub data_aware_crd_upgrade_safety: bool,
     pub call_timeout: Duration,
+    /// Reconciles running at once.
+    pub max_concurrent_reconciles: u16,
     pub limits: ServerLimits,
     /// Only ClusterExtensions matching this label selector are managed.
     pub label_selector: Option<String>,
@@ -173,6 +180,7 @@ impl RunOptions {
             builtin_cert_validity: args.builtin_cert_validity,
             data_aware_crd_upgrade_safety: args.crd_upgrade_safety_data_aware,
             call_timeout: args.api_call_timeout,
+            max_concurrent_reconciles: args.max_concurrent_reconciles,
             limits: args.limits,
             label_selector: args.extension_label_selector,
             openshift: args.gating.openshift,
@@ -362,8 +370,16 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     if let Some(selector) = &opts.label_selector {
         watch_config = watch_config.labels(selector);
     }
-    let controller = Controller::new(api, watch_config);
-    let store = controller.store();
+    // Only changes a reconcile acts on start one: the status this controller writes (and our own
+    // finalizer patch) would otherwise reconcile every extension once or twice more.
+    let (store, writer) = reflector::store();
+    let triggers = watcher(api, watch_config)
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(reconcile_trigger, PredicateConfig::default());
+    let controller = Controller::for_stream(triggers, store.clone())
+        .with_config(controller::Config::default().concurrency(opts.max_concurrent_reconciles));
     let mut background = Vec::new();
     {
         let requeue = requeue.clone();

@@ -69,6 +69,7 @@ use super::error::{
     BundleFailure, BundleStepError, CatalogListError, InstalledStateError, PublishError,
     UninstallError, ValidationError,
 };
+use super::last_apply::{self, LastApplies};
 use super::metrics::{ExtensionState, Metrics};
 use super::preflight::{PreflightRequest, crd_upgrade_safety};
 use crate::apply::{Applier, ApplyRequest, DriftWatches, UninstallRequest};
@@ -124,6 +125,8 @@ pub struct Context {
     /// The built-in webhook certificate provider (issue 12); also removes its Secrets on
     /// uninstall whatever the provider is now.
     builtin_certs: Option<BuiltinCerts>,
+    /// The last apply per extension, for skipping applies that would change nothing.
+    last_applies: LastApplies,
 }
 
 impl Context {
@@ -153,6 +156,7 @@ impl Context {
             backoff: Backoff::new(BACKOFF_INITIAL, BACKOFF_CAP),
             cluster_versions: None,
             builtin_certs: None,
+            last_applies: LastApplies::default(),
         }
     }
 
@@ -209,6 +213,27 @@ pub async fn reconcile(
     result
 }
 
+/// What of an extension starts a reconcile when it changes (the controller's watch filter):
+/// its generation (spec), deletion, labels, annotations and finalizers other than this
+/// controller's own. Status changes (this controller writes them) and the finalizers it adds
+/// itself do not: the reconcile that wrote them has already acted on that version, and
+/// re-running it would only repeat every request.
+pub fn reconcile_trigger(extension: &ClusterExtension) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = &extension.metadata;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    meta.labels.hash(&mut hasher);
+    meta.annotations.hash(&mut hasher);
+    for finalizer in meta.finalizers.iter().flatten() {
+        if !super::FINALIZERS.contains(&finalizer.as_str()) {
+            finalizer.hash(&mut hasher);
+        }
+    }
+    Some(hasher.finish())
+}
+
 /// After a failure: terminal errors wait for a change of the extension; the others retry with
 /// per-extension capped exponential backoff (1 s doubling to 5 minutes, with jitter).
 pub fn error_policy(
@@ -259,6 +284,7 @@ async fn reconcile_extension(
 ) -> Result<Action, ReconcileError> {
     let api: Api<ClusterExtension> = Api::all(ctx.client.clone());
     if extension.metadata.deletion_timestamp.is_some() {
+        ctx.last_applies.forget(&extension.name_any());
         return finalize(&api, extension, ctx).await;
     }
     tracing::debug!(extension = %extension.name_any(), "reconciling");
@@ -266,6 +292,10 @@ async fn reconcile_extension(
 
     let mut findings = Findings::new();
     let result = pipeline(&current, ctx, &mut findings).await;
+    if result.is_err() {
+        // The next reconcile verifies everything again.
+        ctx.last_applies.forget(&current.name_any());
+    }
     let cert_recheck = findings.cert_recheck;
 
     let progress = match &result {
@@ -572,12 +602,28 @@ async fn pipeline(
         desired: &desired,
         previous: &previous,
     };
+    let request_digest = last_apply::request_digest(&request);
     let outcome = match state {
-        ReleaseState::Unchanged => ctx
-            .applier
-            .apply(&request)
-            .await
-            .map_err(|e| wrap(e.into()))?,
+        ReleaseState::Unchanged => {
+            match ctx
+                .last_applies
+                .unchanged(&name, request_digest, &ctx.drift)
+            {
+                Some(outcome) => {
+                    tracing::debug!(extension = %name, "objects as the last apply left them; not applying again");
+                    outcome
+                }
+                None => {
+                    let outcome = ctx
+                        .applier
+                        .apply(&request)
+                        .await
+                        .map_err(|e| wrap(e.into()))?;
+                    ctx.last_applies.record(&name, request_digest, &outcome);
+                    outcome
+                }
+            }
+        }
         ReleaseState::NeedsInstall | ReleaseState::NeedsUpgrade => {
             // Preflight: every rendered CRD that exists already.
             let enforcement = extension
@@ -649,6 +695,7 @@ async fn pipeline(
                         .update(&release, &owner_ref, now_secs())
                         .await
                         .map_err(|e| wrap(e.into()))?;
+                    ctx.last_applies.record(&name, request_digest, &outcome);
                     outcome
                 }
                 Err(error) => {
@@ -1085,6 +1132,40 @@ mod tests {
             "spec": spec,
         }))
         .expect("an extension")
+    }
+
+    #[test]
+    fn status_and_our_own_finalizers_do_not_trigger_a_reconcile_spec_deletion_and_metadata_do() {
+        let base = extension(None);
+        let trigger = reconcile_trigger(&base);
+        let mut ours = base.clone();
+        ours.metadata.finalizers = Some(super::super::FINALIZERS.map(String::from).to_vec());
+        ours.status = Some(Default::default());
+        assert_eq!(
+            reconcile_trigger(&ours),
+            trigger,
+            "status and our finalizers"
+        );
+
+        let mut changed = Vec::new();
+        let mut spec = base.clone();
+        spec.metadata.generation = Some(2);
+        changed.push(spec);
+        let mut deleted = base.clone();
+        deleted.metadata.deletion_timestamp = Some(now());
+        changed.push(deleted);
+        let mut labelled = base.clone();
+        labelled.metadata.labels = Some([("a".to_owned(), "b".to_owned())].into());
+        changed.push(labelled);
+        let mut annotated = base.clone();
+        annotated.metadata.annotations = Some([("a".to_owned(), "b".to_owned())].into());
+        changed.push(annotated);
+        let mut foreign = base.clone();
+        foreign.metadata.finalizers = Some(vec!["example.com/keep".to_owned()]);
+        changed.push(foreign);
+        for e in changed {
+            assert_ne!(reconcile_trigger(&e), trigger, "{:?}", e.metadata);
+        }
     }
 
     #[test]
