@@ -314,6 +314,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     };
 
     let (drift, mut drift_events) = DriftWatches::new(client.clone(), 1024);
+    let (catalog_cache, catalog_cache_writer) = reflector::store();
     let settings = Settings {
         system_namespace: opts.system_namespace.clone(),
         cert_provider,
@@ -333,6 +334,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             metrics.clone(),
         )
         .with_cluster_versions(versions.clone())
+        .with_catalog_cache(catalog_cache)
         .with_builtin_certs(webhook_certs::BuiltinCerts::new(
             client.clone(),
             cert_policy,
@@ -406,6 +408,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         client.clone(),
         catalogd,
         store,
+        catalog_cache_writer,
         requeue,
         stop_work.clone(),
     )));

@@ -22,10 +22,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store, reflector};
 use kube::runtime::watcher;
 use olm_api::v1::{
     AvailabilityMode, ClusterCatalog, ClusterExtension, ConditionStatus, ConditionType,
@@ -85,12 +86,21 @@ pub enum ListError {
     Timeout(Duration),
 }
 
-/// Every ClusterCatalog. The ClusterCatalog API being absent counts as no catalogs (upstream's
-/// fallback treats both alike).
+/// Every ClusterCatalog: from `cache` (the watch's store) once it has listed them, else from a
+/// LIST (the ClusterCatalog API being absent counts as no catalogs, as upstream's fallback
+/// treats both alike; a watch of an absent API never becomes ready). The cache spares a LIST
+/// per reconcile; it may trail the API server by a watch event, which the watch's re-queue of
+/// the concerned extensions makes good.
 pub async fn list_catalogs(
     client: &kube::Client,
+    cache: Option<&Store<ClusterCatalog>>,
     timeout: Duration,
 ) -> Result<Vec<CatalogView>, ListError> {
+    if let Some(cache) = cache
+        && matches!(cache.wait_until_ready().now_or_never(), Some(Ok(())))
+    {
+        return Ok(cache.state().iter().map(|c| catalog_view(c)).collect());
+    }
     let api: Api<ClusterCatalog> = Api::all(client.clone());
     match tokio::time::timeout(timeout, api.list(&ListParams::default())).await {
         Err(_) => Err(ListError::Timeout(timeout)),
@@ -147,18 +157,21 @@ struct Known {
     packages: Option<BTreeSet<String>>,
 }
 
-/// Watches ClusterCatalogs until `stop`; sends the names of the extensions each change
-/// concerns (see the module header). `extensions` is the controller's cache of extensions.
+/// Watches ClusterCatalogs until `stop`, keeping `cache` (read by [`list_catalogs`]); sends
+/// the names of the extensions each change concerns (see the module header). `extensions` is
+/// the controller's cache of extensions. The cache is updated before the re-queues of a
+/// change are sent, so the reconciles they start see it.
 pub async fn watch(
     client: kube::Client,
     catalogd: Arc<CatalogdClient>,
     extensions: Store<ClusterExtension>,
+    cache: Writer<ClusterCatalog>,
     requeue: mpsc::Sender<ObjectRef<ClusterExtension>>,
     stop: CancellationToken,
 ) {
     let api: Api<ClusterCatalog> = Api::all(client);
     let mut known: HashMap<String, Known> = HashMap::new();
-    let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
+    let mut events = std::pin::pin!(reflector(cache, watcher(api, watcher::Config::default())));
     loop {
         let event = tokio::select! {
             _ = stop.cancelled() => return,

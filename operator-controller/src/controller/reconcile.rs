@@ -34,10 +34,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::Store;
 use olm_api::condition_error::ConditionError;
 use olm_api::v1::{
-    BundleMetadata, CatalogFilter, ClusterExtension, ConditionReason, ConditionStatus,
-    ConditionType, find_condition,
+    BundleMetadata, CatalogFilter, ClusterCatalog, ClusterExtension, ConditionReason,
+    ConditionStatus, ConditionType, find_condition,
 };
 use olm_image::Puller;
 use olm_operator_core::apply_plan::{Identity, ObjectRef, Owner};
@@ -127,6 +128,8 @@ pub struct Context {
     builtin_certs: Option<BuiltinCerts>,
     /// The last apply per extension, for skipping applies that would change nothing.
     last_applies: LastApplies,
+    /// The ClusterCatalog watch's cache (`None`: every reconcile lists them).
+    catalog_cache: Option<Store<ClusterCatalog>>,
 }
 
 impl Context {
@@ -157,12 +160,19 @@ impl Context {
             cluster_versions: None,
             builtin_certs: None,
             last_applies: LastApplies::default(),
+            catalog_cache: None,
         }
     }
 
     /// The built-in webhook certificate provider.
     pub fn with_builtin_certs(mut self, certs: BuiltinCerts) -> Context {
         self.builtin_certs = Some(certs);
+        self
+    }
+
+    /// Reads ClusterCatalogs from the catalog watch's cache once it has listed them.
+    pub fn with_catalog_cache(mut self, cache: Store<ClusterCatalog>) -> Context {
+        self.catalog_cache = Some(cache);
         self
     }
 
@@ -417,9 +427,13 @@ async fn lifting_versions(
             version: b.version,
             release: b.bundle_release,
         });
-    let views = catalogs::list_catalogs(&ctx.client, ctx.settings.call_timeout)
-        .await
-        .map_err(|e| e.to_string())?;
+    let views = catalogs::list_catalogs(
+        &ctx.client,
+        ctx.catalog_cache.as_ref(),
+        ctx.settings.call_timeout,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let resolver = Resolver::new(filter, installed.as_ref()).map_err(|e| e.to_string())?;
     let infos: Vec<_> = views.iter().map(catalog_info).collect();
     let by_name: BTreeMap<String, _> = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
@@ -494,7 +508,12 @@ async fn pipeline(
         version: b.version.clone(),
         release: b.bundle_release.clone(),
     });
-    let views = catalogs::list_catalogs(&ctx.client, ctx.settings.call_timeout).await;
+    let views = catalogs::list_catalogs(
+        &ctx.client,
+        ctx.catalog_cache.as_ref(),
+        ctx.settings.call_timeout,
+    )
+    .await;
     let resolved = match &views {
         Err(e) => Err(ReconcileError::from(CatalogListError(e.to_string()))),
         Ok(views) => resolve(ctx, filter, installed_for_resolver.as_ref(), views).await,
