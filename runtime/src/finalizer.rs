@@ -5,7 +5,7 @@
 //!
 //! | operation | precondition in the patch | when it fails |
 //! |---|---|---|
-//! | add | the resourceVersion read ([`optimistic_lock`]) | 409 Conflict: the object changed since it was read; the caller re-reads (next reconcile) |
+//! | add, add all | the resourceVersion read ([`optimistic_lock`]) | 409 Conflict: the object changed since it was read; the caller re-reads (next reconcile) |
 //! | remove | `test /metadata/finalizers/<i>` = the finalizer | 422: the list changed; the caller re-reads |
 //!
 //! Removing tests the finalizer's slot instead of the resourceVersion so that a deletion in
@@ -53,6 +53,28 @@ pub fn add_patch<K: Resource>(object: &K, finalizer: &str) -> Option<json_patch:
     serde_json::from_value(ops).ok()
 }
 
+/// The JSON patch adding every finalizer of `finalizers` that `object` lacks, in order, in one
+/// request (guarded by its resourceVersion), or `None` when all are there. Pure.
+pub fn add_all_patch<K: Resource>(object: &K, finalizers: &[&str]) -> Option<json_patch::Patch> {
+    let missing: Vec<&str> = finalizers
+        .iter()
+        .copied()
+        .filter(|f| !has(object, f))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let mut ops = vec![optimistic_lock(object.meta().resource_version.as_deref())];
+    if object.finalizers().is_empty() {
+        ops.push(json!({"op": "add", "path": "/metadata/finalizers", "value": missing}));
+    } else {
+        for finalizer in missing {
+            ops.push(json!({"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}));
+        }
+    }
+    serde_json::from_value(serde_json::Value::Array(ops)).ok()
+}
+
 /// The JSON patch removing `finalizer` from `object`, or `None` when it is not there. Pure.
 pub fn remove_patch<K: Resource>(object: &K, finalizer: &str) -> Option<json_patch::Patch> {
     let index = object.finalizers().iter().position(|f| f == finalizer)?;
@@ -70,6 +92,28 @@ where
     K: Resource + Clone + Debug + Serialize + DeserializeOwned,
 {
     let Some(patch) = add_patch(object, finalizer) else {
+        return Ok(None);
+    };
+    api.patch(
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::<()>::Json(patch),
+    )
+    .await
+    .map(Some)
+}
+
+/// Adds every missing finalizer of `finalizers` with one PATCH; returns the updated object, or
+/// `None` when nothing had to change.
+pub async fn add_all<K>(
+    api: &Api<K>,
+    object: &K,
+    finalizers: &[&str],
+) -> Result<Option<K>, kube::Error>
+where
+    K: Resource + Clone + Debug + Serialize + DeserializeOwned,
+{
+    let Some(patch) = add_all_patch(object, finalizers) else {
         return Ok(None);
     };
     api.patch(
@@ -144,6 +188,26 @@ mod tests {
             ])
         );
         assert!(add_patch(&object(&["f"]), "f").is_none());
+    }
+
+    #[test]
+    fn adding_several_is_one_patch_of_the_missing_ones_in_order() {
+        assert_eq!(
+            ops(add_all_patch(&object(&[]), &["a", "b"]).expect("needed")),
+            json!([
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "42"},
+                {"op": "add", "path": "/metadata/finalizers", "value": ["a", "b"]}
+            ])
+        );
+        assert_eq!(
+            ops(add_all_patch(&object(&["x", "a"]), &["a", "b", "c"]).expect("needed")),
+            json!([
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "42"},
+                {"op": "add", "path": "/metadata/finalizers/-", "value": "b"},
+                {"op": "add", "path": "/metadata/finalizers/-", "value": "c"}
+            ])
+        );
+        assert!(add_all_patch(&object(&["b", "a"]), &["a", "b"]).is_none());
     }
 
     #[test]

@@ -472,8 +472,8 @@ async fn pipeline(
         .ok_or(ValidationError::NoCatalogSource)?;
 
     // Installed state.
-    let mut releases = match ctx.store.history(&name).await {
-        Ok(history) => history.releases(),
+    let (mut releases, records) = match ctx.store.history(&name).await {
+        Ok(history) => (history.releases(), history.records),
         Err(e) => {
             findings.installed = Installed::Unknown {
                 message: e.to_string(),
@@ -690,7 +690,7 @@ async fn pipeline(
                 }
             };
             ctx.store
-                .create(&release, &owner_ref, now_secs())
+                .create_after(&release, &owner_ref, now_secs(), Some(&records))
                 .await
                 .map_err(|e| wrap(e.into()))?;
             match ctx.applier.apply(&request).await {
@@ -1005,19 +1005,16 @@ async fn add_finalizers(
     api: &Api<ClusterExtension>,
     extension: &ClusterExtension,
 ) -> Result<ClusterExtension, PublishError> {
-    let mut current = extension.clone();
-    for finalizer in super::FINALIZERS {
-        if let Some(updated) = olm_runtime::finalizer::add(api, &current, finalizer)
-            .await
-            .map_err(|source| PublishError::Metadata {
-                name: extension.name_any(),
-                source,
-            })?
-        {
-            current = updated;
-        }
+    // Both in one request: one write, one watch event.
+    match olm_runtime::finalizer::add_all(api, extension, &super::FINALIZERS)
+        .await
+        .map_err(|source| PublishError::Metadata {
+            name: extension.name_any(),
+            source,
+        })? {
+        Some(updated) => Ok(updated),
+        None => Ok(extension.clone()),
     }
-    Ok(current)
 }
 
 /// Deletion: uninstall, then drop the records, the cache and the finalizers.

@@ -115,6 +115,9 @@ pub struct History {
     pub releases: Vec<StoredRelease>,
     /// Records that could not be decoded (left as they are).
     pub damaged: Vec<(String, DecodeError)>,
+    /// `(version, status)` of every record, damaged ones included, from the index labels: what
+    /// [`ReleaseStore::create_after`] prunes by.
+    pub records: Vec<(i64, String)>,
 }
 
 impl History {
@@ -245,6 +248,7 @@ impl ReleaseStore {
     pub async fn history(&self, name: &str) -> Result<History, StoreError> {
         let mut out = History::default();
         for entry in self.index_entries(name).await? {
+            out.records.push((entry.version, entry.status.clone()));
             match self.decode(&entry).await {
                 Ok(r) => out.releases.push(r),
                 Err(StoreError::Decode { name, source }) => out.damaged.push((name, source)),
@@ -279,11 +283,22 @@ impl ReleaseStore {
     /// Deletes the oldest records of `name` so that a new one keeps the history at
     /// [`MAX_HISTORY`]; returns the versions deleted.
     pub async fn prune(&self, name: &str) -> Result<Vec<i64>, StoreError> {
-        let entries = self.index_entries(name).await?;
-        let records: Vec<(i64, &str)> = entries
-            .iter()
-            .map(|e| (e.version, e.status.as_str()))
+        let records: Vec<(i64, String)> = self
+            .index_entries(name)
+            .await?
+            .into_iter()
+            .map(|e| (e.version, e.status))
             .collect();
+        self.prune_records(name, &records).await
+    }
+
+    /// [`Self::prune`] over records already listed.
+    async fn prune_records(
+        &self,
+        name: &str,
+        records: &[(i64, String)],
+    ) -> Result<Vec<i64>, StoreError> {
+        let records: Vec<(i64, &str)> = records.iter().map(|(v, s)| (*v, s.as_str())).collect();
         let versions = history::prune_versions(&records, MAX_HISTORY);
         for v in &versions {
             self.delete(&secrets::release_key(name, *v)).await?;
@@ -299,11 +314,26 @@ impl ReleaseStore {
         owner: &OwnerReference,
         now: i64,
     ) -> Result<(), StoreError> {
+        self.create_after(release, owner, now, None).await
+    }
+
+    /// [`Self::create`], pruning by `records` ([`History::records`] of a history just read by
+    /// the only writer, which spares listing them again) when given.
+    pub async fn create_after(
+        &self,
+        release: &Release,
+        owner: &OwnerReference,
+        now: i64,
+        records: Option<&[(i64, String)]>,
+    ) -> Result<(), StoreError> {
         let encoded = secrets::encode_release(release).map_err(|source| StoreError::Encode {
             name: release.name.clone(),
             source,
         })?;
-        self.prune(&release.name).await?;
+        match records {
+            Some(records) => self.prune_records(&release.name, records).await?,
+            None => self.prune(&release.name).await?,
+        };
         let index = encoded.index_secret(
             &self.namespace,
             owner,
