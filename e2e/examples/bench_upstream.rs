@@ -489,9 +489,9 @@ async fn run(settings: Settings) {
         let delta = diff(&requests_before, &apiserver_requests(&client).await);
         let requests = delta.values().sum::<f64>();
         print_top(
-            "bench-upstream: P6 apiserver requests by resource and verb (all clients, top 20):",
+            "bench-upstream: P6 apiserver requests by resource and verb (all clients, top 40):",
             &delta,
-            20,
+            40,
             Some(total),
         );
         let cpu = cpu_seconds(oc_pid) - cpu_before;

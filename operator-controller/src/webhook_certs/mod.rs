@@ -166,6 +166,12 @@ pub struct BuiltinCerts {
     /// Secrets since this process started: their reconciles make no further call here (most
     /// extensions have no webhooks; one list each after a start is what they cost).
     no_secrets: Arc<Mutex<HashSet<String>>>,
+    /// The extensions that had provider Secrets anywhere when this process first looked (one
+    /// cluster-wide metadata list instead of one list per extension); `None` when that list
+    /// failed, and each extension's namespace is listed as before.
+    census: Arc<tokio::sync::OnceCell<Option<HashSet<String>>>>,
+    /// Extensions this process has seen needing provider Secrets (the census may predate them).
+    had_secrets: Arc<Mutex<HashSet<String>>>,
 }
 
 impl BuiltinCerts {
@@ -175,7 +181,47 @@ impl BuiltinCerts {
             policy,
             call_timeout,
             no_secrets: Arc::default(),
+            census: Arc::default(),
+            had_secrets: Arc::default(),
         }
+    }
+
+    /// Whether the census says `extension` had no provider Secrets at the start (Secrets made
+    /// since then by this process are tracked by `no_secrets`).
+    async fn had_none_at_start(&self, extension: &str) -> bool {
+        let census = self
+            .census
+            .get_or_init(|| async {
+                let api: Api<Secret> = Api::all(self.client.clone());
+                let selector = format!(
+                    "{OWNER_KIND_LABEL}={OWNER_KIND},{PROVIDER_LABEL}={PROVIDER_BUILTIN}"
+                );
+                match bounded(
+                    self.call_timeout,
+                    api.list_metadata(&ListParams::default().labels(&selector)),
+                )
+                .await
+                {
+                    Ok(list) => Some(
+                        list.items
+                            .iter()
+                            .filter_map(|s| s.metadata.labels.as_ref()?.get(OWNER_NAME_LABEL))
+                            .cloned()
+                            .collect(),
+                    ),
+                    Err(e) => {
+                        tracing::info!(error = %e, "could not list the built-in provider's Secrets cluster-wide; checking each extension's namespace instead");
+                        None
+                    }
+                }
+            })
+            .await;
+        let had_secrets = self
+            .had_secrets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(extension);
+        !had_secrets && census.as_ref().is_some_and(|c| !c.contains(extension))
     }
 
     pub fn policy(&self) -> &Policy {
@@ -201,7 +247,9 @@ impl BuiltinCerts {
             .collect();
         if needs.is_empty() {
             if !self.known_without_secrets(&owner.name, None) {
-                self.remove_except(owner, install_namespace, &keep).await?;
+                if !self.had_none_at_start(&owner.name).await {
+                    self.remove_except(owner, install_namespace, &keep).await?;
+                }
                 self.known_without_secrets(&owner.name, Some(true));
             }
             return Ok(None);
@@ -349,7 +397,13 @@ impl BuiltinCerts {
         match set {
             None => known.contains(extension),
             Some(true) => known.insert(extension.to_owned()),
-            Some(false) => known.remove(extension),
+            Some(false) => {
+                self.had_secrets
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(extension.to_owned());
+                known.remove(extension)
+            }
         }
     }
 
