@@ -569,6 +569,19 @@ async fn a_catalog_change_requeues_only_the_extensions_of_its_packages() {
         (installed_bundle(&e) == Some((bundle_name(&pkg, "1.0.1"), "1.0.1".into()))).then_some(())
     })
     .await;
+    // The re-queue is logged once the watch has read the new revision's package list, which
+    // may be after the extension already upgraded through a retry that read the new catalog.
+    let requeued = |log: &str| {
+        log.lines().any(|l| {
+            l.contains("catalog changed")
+                && l.contains(changed.catalog.as_str())
+                && l.contains(a.as_str())
+        })
+    };
+    oc.eventually("the catalog watch to log the re-queue", || async {
+        requeued(&oc.log()).then_some(())
+    })
+    .await;
     let log = oc.log();
     let requeues: Vec<&str> = log
         .lines()

@@ -424,6 +424,112 @@ async fn install_upgrade_and_pruning_keep_helms_history_rules() {
     delete_namespace(&client, &ns).await;
 }
 
+/// An update right after our own write skips reading the index back and deletes chunks only
+/// when the written record had some; the result is the same record as a plain update makes,
+/// and a change by anyone else in between is a conflict, not overwritten.
+#[tokio::test]
+async fn updates_after_our_own_writes_give_the_same_records_and_never_overwrite_others() {
+    let client = olm_e2e::shared().await.client().await;
+    let ns = create_namespace(&client, "release-after").await;
+    let (ce, owner) = owner(&client).await;
+    let store = ReleaseStore::new(client.clone(), &ns);
+    let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let chunks_of = |key: &'static str| {
+        let api = api.clone();
+        async move {
+            api.list(&ListParams::default().labels(&secrets::chunks_label_selector(key)))
+                .await
+                .unwrap()
+                .items
+                .len()
+        }
+    };
+
+    // Chunk Secrets beside the index, then an update after that write: the old chunks go,
+    // new ones come, and the record reads back as updated.
+    let mut big = large_release("after-ext", 3);
+    let written = store
+        .create_after(&big, &owner, 2_000, Some(&[]))
+        .await
+        .unwrap();
+    let chunks = chunks_of("sh.helm.release.v1.after-ext.v1").await;
+    assert!(chunks >= 1, "the record needs chunk Secrets for this test");
+    history::set_status(&mut big, Status::SUPERSEDED, "Superseded");
+    let written = store
+        .update_after(&big, &owner, 2_005, Some(&written))
+        .await
+        .unwrap();
+    assert_eq!(chunks_of("sh.helm.release.v1.after-ext.v1").await, chunks);
+    let read = store.last("after-ext").await.unwrap().unwrap();
+    assert_eq!(read.release.status(), Status::SUPERSEDED);
+    let index = api.get("sh.helm.release.v1.after-ext.v1").await.unwrap();
+    assert_eq!(
+        (
+            labels(&index)["createdAt"].as_str(),
+            labels(&index)["modifiedAt"].as_str()
+        ),
+        ("2000", "2005")
+    );
+
+    // Someone else changes the index: an update after our stale write conflicts and leaves
+    // their change in place.
+    let mut theirs = index.clone();
+    theirs
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("example.com/touched".into(), "yes".into());
+    api.replace(
+        &index.metadata.name.clone().unwrap(),
+        &PostParams::default(),
+        &theirs,
+    )
+    .await
+    .unwrap();
+    history::set_status(&mut big, Status::DEPLOYED, "Again");
+    let stale = store
+        .update_after(&big, &owner, 2_010, Some(&written))
+        .await
+        .expect_err("a conflict");
+    assert!(stale.to_string().contains("replace"), "{stale}");
+    let after = api.get("sh.helm.release.v1.after-ext.v1").await.unwrap();
+    assert_eq!(
+        after.metadata.annotations.unwrap_or_default()["example.com/touched"],
+        "yes"
+    );
+    assert_eq!(
+        chunks_of("sh.helm.release.v1.after-ext.v1").await,
+        chunks,
+        "a refused update deletes no chunk"
+    );
+    assert_eq!(
+        store
+            .last("after-ext")
+            .await
+            .unwrap()
+            .unwrap()
+            .release
+            .status(),
+        Status::SUPERSEDED
+    );
+    // Without a known write the update reads the record first and succeeds.
+    store.update_after(&big, &owner, 2_015, None).await.unwrap();
+    assert_eq!(
+        store
+            .last("after-ext")
+            .await
+            .unwrap()
+            .unwrap()
+            .release
+            .status(),
+        Status::DEPLOYED
+    );
+
+    assert_eq!(store.delete_all("after-ext").await.unwrap(), 1);
+    delete(&cluster_extensions(&client), &ce).await;
+    delete_namespace(&client, &ns).await;
+}
+
 #[tokio::test]
 async fn damaged_records_are_reported_and_never_repaired() {
     let client = olm_e2e::shared().await.client().await;

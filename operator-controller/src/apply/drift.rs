@@ -179,6 +179,11 @@ struct Seen {
 type ObjectName = (Option<String>, String);
 type Known = Arc<Mutex<HashMap<ObjectName, Seen>>>;
 
+/// Annotations Kubernetes' own controllers write on objects we apply, right after the apply
+/// (the Deployment controller's rollout revision): not ours, never set by a bundle, and an
+/// apply leaves them as they are.
+const CONTROLLER_ANNOTATIONS: [&str; 1] = ["deployment.kubernetes.io/revision"];
+
 /// What of an object's metadata changes when the object changes in a way an apply would
 /// restore: its generation (spec) where the kind keeps one, else its resourceVersion (kinds
 /// without status, such as ConfigMaps, change version only when they change), plus labels,
@@ -192,7 +197,11 @@ pub fn metadata_fingerprint(meta: &ObjectMeta) -> u64 {
         None => (1u8, &meta.resource_version).hash(&mut hasher),
     }
     meta.labels.hash(&mut hasher);
-    meta.annotations.hash(&mut hasher);
+    for annotation in meta.annotations.iter().flatten() {
+        if !CONTROLLER_ANNOTATIONS.contains(&annotation.0.as_str()) {
+            annotation.hash(&mut hasher);
+        }
+    }
     meta.finalizers.hash(&mut hasher);
     meta.deletion_timestamp.is_some().hash(&mut hasher);
     for owner in meta.owner_references.iter().flatten() {
@@ -512,6 +521,29 @@ mod tests {
         assert!(
             !drift.unchanged(&applied(&with_generation)),
             "labels changed"
+        );
+
+        let mut revised = with_generation.clone();
+        revised
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("deployment.kubernetes.io/revision".into(), "1".into());
+        assert_eq!(
+            metadata_fingerprint(&revised.metadata),
+            metadata_fingerprint(&with_generation.metadata),
+            "the Deployment controller's revision annotation"
+        );
+        let mut annotated = with_generation.clone();
+        annotated
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("example.com/note".into(), "1".into());
+        assert_ne!(
+            metadata_fingerprint(&annotated.metadata),
+            metadata_fingerprint(&with_generation.metadata),
+            "any other annotation"
         );
 
         tracker.observe(Event::Delete(meta("a", Some("ext"), "6")));

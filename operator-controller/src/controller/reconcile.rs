@@ -689,7 +689,8 @@ async fn pipeline(
                     (release, Some(previous))
                 }
             };
-            ctx.store
+            let written = ctx
+                .store
                 .create_after(&release, &owner_ref, now_secs(), Some(&records))
                 .await
                 .map_err(|e| wrap(e.into()))?;
@@ -711,7 +712,7 @@ async fn pipeline(
                     }
                     history::set_status(&mut release, ReleaseStatus::DEPLOYED, description);
                     ctx.store
-                        .update(&release, &owner_ref, now_secs())
+                        .update_after(&release, &owner_ref, now_secs(), Some(&written))
                         .await
                         .map_err(|e| wrap(e.into()))?;
                     ctx.last_applies.record(&name, request_digest, &outcome);
@@ -724,7 +725,11 @@ async fn pipeline(
                         history::install_failed_description(&name, &error.to_string())
                     };
                     history::set_status(&mut release, ReleaseStatus::FAILED, &description);
-                    if let Err(e) = ctx.store.update(&release, &owner_ref, now_secs()).await {
+                    if let Err(e) = ctx
+                        .store
+                        .update_after(&release, &owner_ref, now_secs(), Some(&written))
+                        .await
+                    {
                         tracing::warn!(extension = %name, error = %e, "failed to record the failed release");
                     }
                     return Err(wrap(error.into()));

@@ -16,7 +16,7 @@
 //! | operation | steps |
 //! |---|---|
 //! | create | create the index Secret (owner: the ClusterExtension; `createdAt`), then each chunk Secret (owner: the index). If a chunk cannot be created, the index just created is deleted again (it is ours and unreadable without its chunks). |
-//! | update | read the index; delete its chunk Secrets; replace the index (same `createdAt`, new `modifiedAt`, the read `resourceVersion`, so a concurrent writer gets a conflict); create the new chunks |
+//! | update | read the index (not when this store has just written it); replace the index (same `createdAt`, new `modifiedAt`, the read `resourceVersion`, so a concurrent writer gets a conflict and nothing is changed); delete its old chunk Secrets (if it had any); create the new chunks |
 //! | delete | delete every Secret labelled with the record's key |
 //! | prune | before a create, delete the oldest records until `MAX_HISTORY - 1` remain, never the deployed one |
 //!
@@ -106,6 +106,17 @@ pub struct IndexEntry {
     pub version: i64,
     pub status: String,
     secret: Secret,
+}
+
+/// A record as this store just wrote it, so the next update of the same record need not read
+/// it back (the index's resourceVersion, `createdAt`) nor delete chunks it knows are absent.
+#[derive(Clone, Debug)]
+pub struct Written {
+    key: String,
+    resource_version: Option<String>,
+    created_at: i64,
+    /// Chunk Secrets beside the index.
+    chunks: usize,
 }
 
 /// The history of one ClusterExtension, decoded where possible.
@@ -314,7 +325,7 @@ impl ReleaseStore {
         owner: &OwnerReference,
         now: i64,
     ) -> Result<(), StoreError> {
-        self.create_after(release, owner, now, None).await
+        self.create_after(release, owner, now, None).await.map(drop)
     }
 
     /// [`Self::create`], pruning by `records` ([`History::records`] of a history just read by
@@ -325,7 +336,7 @@ impl ReleaseStore {
         owner: &OwnerReference,
         now: i64,
         records: Option<&[(i64, String)]>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Written, StoreError> {
         let encoded = secrets::encode_release(release).map_err(|source| StoreError::Encode {
             name: release.name.clone(),
             source,
@@ -363,6 +374,7 @@ impl ReleaseStore {
             Err(e) => return Err(e),
         };
         let uid = created.metadata.uid.clone().unwrap_or_default();
+        let mut chunks = 0;
         for chunk in encoded.chunk_secrets(&self.namespace, &uid, Some(now)) {
             let chunk_name = chunk.metadata.name.clone().unwrap_or_default();
             if let Err(e) = self
@@ -377,8 +389,14 @@ impl ReleaseStore {
                 let _ = self.delete(&encoded.key).await;
                 return Err(e);
             }
+            chunks += 1;
         }
-        Ok(())
+        Ok(Written {
+            key: encoded.key,
+            resource_version: created.metadata.resource_version,
+            created_at: now,
+            chunks,
+        })
     }
 
     /// Rewrites an existing record (a status change: deployed, superseded, failed).
@@ -388,34 +406,45 @@ impl ReleaseStore {
         owner: &OwnerReference,
         now: i64,
     ) -> Result<(), StoreError> {
+        self.update_after(release, owner, now, None).await.map(drop)
+    }
+
+    /// [`Self::update`] of a record this store has just written (`written`, from
+    /// [`Self::create_after`] or an earlier update): the index is not read back, and its chunks
+    /// are deleted only if it had any. The write still carries the known resourceVersion, so a
+    /// change by anyone else in between fails it with a conflict.
+    pub async fn update_after(
+        &self,
+        release: &Release,
+        owner: &OwnerReference,
+        now: i64,
+        written: Option<&Written>,
+    ) -> Result<Written, StoreError> {
         let encoded = secrets::encode_release(release).map_err(|source| StoreError::Encode {
             name: release.name.clone(),
             source,
         })?;
-        let existing = self
-            .call("get", &encoded.key, self.api.get_opt(&encoded.key))
-            .await?
-            .ok_or_else(|| StoreError::NotFound {
-                key: encoded.key.clone(),
-                namespace: self.namespace.clone(),
-            })?;
-        let chunk_selector = secrets::chunks_label_selector(&encoded.key);
-        self.call(
-            "delete chunks of",
-            &encoded.key,
-            self.api.delete_collection(
-                &DeleteParams::default(),
-                &ListParams::default().labels(&chunk_selector),
-            ),
-        )
-        .await?;
-        let created_at = existing
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("createdAt"))
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(now);
+        let (resource_version, created_at, had_chunks) =
+            match written.filter(|w| w.key == encoded.key) {
+                Some(w) => (w.resource_version.clone(), w.created_at, w.chunks > 0),
+                None => {
+                    let existing = self
+                        .call("get", &encoded.key, self.api.get_opt(&encoded.key))
+                        .await?
+                        .ok_or_else(|| StoreError::NotFound {
+                            key: encoded.key.clone(),
+                            namespace: self.namespace.clone(),
+                        })?;
+                    let created_at = existing
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("createdAt"))
+                        .and_then(|c| c.parse().ok())
+                        .unwrap_or(now);
+                    (existing.metadata.resource_version, created_at, true)
+                }
+            };
         let mut index = encoded.index_secret(
             &self.namespace,
             owner,
@@ -424,7 +453,7 @@ impl ReleaseStore {
                 modified_at: Some(now),
             },
         );
-        index.metadata.resource_version = existing.metadata.resource_version.clone();
+        index.metadata.resource_version = resource_version;
         let replaced = self
             .call(
                 "replace",
@@ -433,8 +462,22 @@ impl ReleaseStore {
                     .replace(&encoded.key, &PostParams::default(), &index),
             )
             .await?;
+        // Only after the guarded replace succeeded: a conflict leaves the record as it was.
+        if had_chunks {
+            let chunk_selector = secrets::chunks_label_selector(&encoded.key);
+            self.call(
+                "delete chunks of",
+                &encoded.key,
+                self.api.delete_collection(
+                    &DeleteParams::default(),
+                    &ListParams::default().labels(&chunk_selector),
+                ),
+            )
+            .await?;
+        }
         let uid = replaced.metadata.uid.clone().unwrap_or_default();
         // Helm's update path writes chunks without `createdAt`.
+        let mut chunks = 0;
         for chunk in encoded.chunk_secrets(&self.namespace, &uid, None) {
             let chunk_name = chunk.metadata.name.clone().unwrap_or_default();
             self.call(
@@ -443,8 +486,14 @@ impl ReleaseStore {
                 self.api.create(&PostParams::default(), &chunk),
             )
             .await?;
+            chunks += 1;
         }
-        Ok(())
+        Ok(Written {
+            key: encoded.key,
+            resource_version: replaced.metadata.resource_version,
+            created_at,
+            chunks,
+        })
     }
 
     /// Deletes one record: every Secret labelled with its key (index and chunks).
