@@ -2,6 +2,10 @@
 # Keeps the build cache under $OLM_CACHE_DIR from filling the disk. Input: the cache directory and
 # OLM_MIN_FREE_GB (default 20). Output: deleted files, one summary line. No network.
 #
+# Run it between builds, not during one: an output cargo considers fresh keeps its old mtime, so
+# a test binary another build configuration superseded may be the one a running `cargo test` is
+# about to execute (cargo rebuilds a missing output on its next run).
+#
 # Everything under the cache is rebuildable, so this only ever costs build time:
 #   1. executables in target*/debug/{deps,examples} superseded by a newer build of the same name
 #      (cargo leaves one per hash; a test binary is hundreds of MiB);
