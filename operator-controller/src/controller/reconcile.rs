@@ -130,6 +130,11 @@ pub struct Context {
     last_applies: LastApplies,
     /// The ClusterCatalog watch's cache (`None`: every reconcile lists them).
     catalog_cache: Option<Store<ClusterCatalog>>,
+    /// The preflight's notes of the release each extension installed or upgraded to, by
+    /// extension: `(release version, notes)`. Later reconciles of that release repeat them, so a
+    /// warning stays in the status as long as the release it describes is installed (until a
+    /// restart).
+    preflight_notes: std::sync::Mutex<BTreeMap<String, (i64, Vec<String>)>>,
 }
 
 impl Context {
@@ -161,6 +166,7 @@ impl Context {
             builtin_certs: None,
             last_applies: LastApplies::default(),
             catalog_cache: None,
+            preflight_notes: Default::default(),
         }
     }
 
@@ -192,6 +198,31 @@ impl Context {
     /// Replaces the puller (the global pull secret changed).
     pub fn set_puller(&self, puller: Arc<Puller>) {
         *self.puller.write().unwrap_or_else(|p| p.into_inner()) = puller;
+    }
+
+    fn set_preflight_notes(&self, extension: &str, version: Option<(i64, Vec<String>)>) {
+        let mut notes = self
+            .preflight_notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match version {
+            Some(entry) if !entry.1.is_empty() => {
+                notes.insert(extension.to_owned(), entry);
+            }
+            _ => {
+                notes.remove(extension);
+            }
+        }
+    }
+
+    fn preflight_notes(&self, extension: &str, version: i64) -> Vec<String> {
+        self.preflight_notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(extension)
+            .filter(|(v, _)| *v == version)
+            .map(|(_, notes)| notes.clone())
+            .unwrap_or_default()
     }
 
     fn leading(&self) -> bool {
@@ -295,6 +326,7 @@ async fn reconcile_extension(
     let api: Api<ClusterExtension> = Api::all(ctx.client.clone());
     if extension.metadata.deletion_timestamp.is_some() {
         ctx.last_applies.forget(&extension.name_any());
+        ctx.set_preflight_notes(&extension.name_any(), None);
         return finalize(&api, extension, ctx).await;
     }
     tracing::debug!(extension = %extension.name_any(), "reconciling");
@@ -624,6 +656,11 @@ async fn pipeline(
     let request_digest = last_apply::request_digest(&request);
     let outcome = match state {
         ReleaseState::Unchanged => {
+            if let Some(deployed) = &deployed {
+                findings
+                    .notes
+                    .extend(ctx.preflight_notes(&name, deployed.version));
+            }
             match ctx
                 .last_applies
                 .unchanged(&name, request_digest, &ctx.drift)
@@ -664,6 +701,7 @@ async fn pipeline(
             )
             .await
             .map_err(|e| wrap(e.into()))?;
+            let preflight_notes = notes.clone();
             findings.notes.extend(notes);
 
             let labels = history::bundle_labels(
@@ -716,6 +754,7 @@ async fn pipeline(
                         .await
                         .map_err(|e| wrap(e.into()))?;
                     ctx.last_applies.record(&name, request_digest, &outcome);
+                    ctx.set_preflight_notes(&name, Some((release.version, preflight_notes)));
                     outcome
                 }
                 Err(error) => {
