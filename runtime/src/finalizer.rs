@@ -40,17 +40,7 @@ pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
 /// The JSON patch adding `finalizer` to `object` (guarded by its resourceVersion), or `None` when
 /// it is there already. Pure.
 pub fn add_patch<K: Resource>(object: &K, finalizer: &str) -> Option<json_patch::Patch> {
-    if has(object, finalizer) {
-        return None;
-    }
-    let lock = optimistic_lock(object.meta().resource_version.as_deref());
-    let add = if object.finalizers().is_empty() {
-        json!({"op": "add", "path": "/metadata/finalizers", "value": [finalizer]})
-    } else {
-        json!({"op": "add", "path": "/metadata/finalizers/-", "value": finalizer})
-    };
-    let ops = json!([lock, add]);
-    serde_json::from_value(ops).ok()
+    add_all_patch(object, &[finalizer])
 }
 
 /// The JSON patch adding every finalizer of `finalizers` that `object` lacks, in order, in one
@@ -91,16 +81,7 @@ pub async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<Option<
 where
     K: Resource + Clone + Debug + Serialize + DeserializeOwned,
 {
-    let Some(patch) = add_patch(object, finalizer) else {
-        return Ok(None);
-    };
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::<()>::Json(patch),
-    )
-    .await
-    .map(Some)
+    add_all(api, object, &[finalizer]).await
 }
 
 /// Adds every missing finalizer of `finalizers` with one PATCH; returns the updated object, or
