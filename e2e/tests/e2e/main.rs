@@ -18,6 +18,7 @@ mod extension_install;
 mod extension_rbac;
 mod extension_scenarios;
 mod extension_takeover;
+mod extension_trust;
 mod extension_upgrade;
 mod gating;
 mod loopback;

@@ -702,9 +702,6 @@ async fn pipeline(
         render_release(&chart_objects, &rendered.0.annotations, &context, &scopes)
             .map_err(|e| wrap(e.into()))?;
     let mut desired = manifest_objects(&manifest).map_err(|e| wrap(e.into()))?;
-    builtin_certificates(extension, ctx, &mut desired, findings)
-        .await
-        .map_err(|e| wrap(e.into()))?;
     let previous = match &deployed {
         Some(d) => release_refs(d).map_err(|e| wrap(e.into()))?,
         None => Vec::new(),
