@@ -476,6 +476,11 @@ pub struct ControlPlane {
     restarted: std::sync::Mutex<Vec<Supervised>>,
 }
 
+/// A line on the test's standard error (the harness has no logger of its own).
+fn tracing_free_note(note: &str) {
+    eprintln!("olm-e2e: {note}");
+}
+
 /// One running component, for diagnostics and tests.
 #[derive(Clone, Debug)]
 pub struct Component {
@@ -604,18 +609,48 @@ impl ControlPlane {
             rustix::process::Signal::KILL,
         )
         .map_err(|e| restarted(format!("kill {pid}: {e}")))?;
-        // The port is free once the old process is gone.
-        while std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
-            && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        // The port is free once the old process is gone: nothing accepts connections on it.
+        let port = args
+            .iter()
+            .find_map(|a| a.strip_prefix("--secure-port="))
+            .and_then(|p| p.parse::<u16>().ok())
+            .ok_or_else(|| restarted("no --secure-port in its command line".into()))?;
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let freed = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+            if Instant::now() >= freed {
+                return Err(restarted(format!("port {port} still accepts connections")));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let spec = Spec::new("kube-apiserver", program, &self.layout.logs()).args(args);
-        let process = Supervised::start(spec)?;
-        self.restarted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(process);
+        // A listener socket of the killed process may linger a moment: start again while the
+        // new process fails to bind.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let mut process = Supervised::start(spec.clone())?;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            match process.try_exit_status() {
+                Some(status) if attempts < 20 => {
+                    tracing_free_note(&format!(
+                        "kube-apiserver exited at restart ({status}); again"
+                    ));
+                }
+                Some(status) => {
+                    return Err(restarted(format!(
+                        "kube-apiserver exited at restart: {status}"
+                    )));
+                }
+                None => {
+                    self.restarted
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(process);
+                    break;
+                }
+            }
+        }
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             if let Ok(client) = self.try_client().await {

@@ -84,6 +84,17 @@ use crate::webhook_certs::BuiltinCerts;
 
 pub use super::error::ReconcileError;
 
+mod bundle_step;
+mod cluster_upgradeable;
+mod installed_state;
+mod uninstall;
+
+use bundle_step::pull_and_render;
+pub use bundle_step::{bundle_manifests, chart_objects};
+use cluster_upgradeable::cluster_upgradeable;
+use installed_state::{available, record_changes, release_deployments};
+use uninstall::finalize;
+
 /// Retryable failures back off from 1 s, doubling, to at most 5 minutes (with jitter).
 const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 const BACKOFF_CAP: Duration = Duration::from_secs(300);
@@ -430,123 +441,6 @@ async fn reconcile_extension(
     })
 }
 
-/// `Available` for the status write: from live state whatever step the reconcile stopped at
-/// ([`super::availability`]'s table). An unreadable history with Deployments known from an
-/// earlier reconcile of this process uses those; without them the condition is Unknown.
-async fn available(ctx: &Context, extension: &str, deployed: &Deployed) -> Available {
-    let deployments = match deployed {
-        Deployed::Nothing => return Available::Clear,
-        Deployed::Release(deployments) => deployments.clone(),
-        Deployed::Unknown => match ctx.deployed.get(extension) {
-            Some(deployments) => deployments,
-            None => {
-                return Available::Observed(Availability {
-                    status: ConditionStatus::Unknown,
-                    reason: ConditionReason::ProbeFailure,
-                    message: "the installed release could not be read".to_owned(),
-                });
-            }
-        },
-    };
-    match &ctx.deployment_watch {
-        Some(watch) => Available::Observed(watch.availability(&deployments)),
-        None => match ctx.applier.availability(&deployments).await {
-            Ok(availability) => Available::Observed(availability),
-            Err(e) => Available::Observed(Availability {
-                status: ConditionStatus::Unknown,
-                reason: ConditionReason::ProbeFailure,
-                message: e.to_string(),
-            }),
-        },
-    }
-}
-
-/// OpenShift mode: puts the extension's `ClusterUpgradeable` condition into `status` (or removes
-/// it: nothing deployed, cluster version unknown). The deployed release is read afresh, so the
-/// condition describes what this reconcile left installed; the catalogs are read only when that
-/// release blocks the cluster's next minor version.
-async fn cluster_upgradeable(
-    extension: &ClusterExtension,
-    ctx: &Context,
-    versions: &ClusterVersionCache,
-    status: &mut olm_api::v1::ClusterExtensionStatus,
-) {
-    let name = extension.name_any();
-    let installed = match ctx.store.installed(&name).await {
-        Ok(installed) => installed,
-        Err(e) => {
-            tracing::info!(extension = %name, error = %e, "could not read the installed release; ClusterUpgradeable left as it was");
-            return;
-        }
-    };
-    let release = installed.as_ref().map(|s| &s.release);
-    let metadata = ExtensionMetadata::from_release(release);
-    let current = versions.current();
-    let lifting = match current {
-        Some(current)
-            if matches!(
-                check_extension(
-                    current,
-                    &InstalledExtension {
-                        name: &name,
-                        metadata
-                    }
-                )
-                .verdict,
-                Verdict::Blocking { .. }
-            ) =>
-        {
-            lifting_versions(extension, ctx, current, release).await
-        }
-        _ => Ok(Vec::new()),
-    };
-    let condition = extension_condition(&name, metadata, current, Lifting::from_result(&lifting));
-    put_extension_condition(
-        &mut status.conditions,
-        condition.as_ref(),
-        extension.metadata.generation,
-        now(),
-    );
-}
-
-/// The bundle versions in the extension's catalogs, under its channels and version range, that
-/// would lift the block at `current` (the resolver's rules, from the installed bundle).
-async fn lifting_versions(
-    extension: &ClusterExtension,
-    ctx: &Context,
-    current: ClusterMinor,
-    release: Option<&Release>,
-) -> Result<Vec<String>, String> {
-    let filter = extension
-        .spec
-        .source
-        .catalog
-        .as_ref()
-        .ok_or_else(|| ValidationError::NoCatalogSource.to_string())?;
-    let installed = release
-        .and_then(|r| history::installed_bundle(std::slice::from_ref(r)))
-        .map(|b| InstalledBundle {
-            name: b.name,
-            version: b.version,
-            release: b.bundle_release,
-        });
-    let views = catalogs::list_catalogs(
-        &ctx.client,
-        ctx.catalog_cache.as_ref(),
-        ctx.settings.call_timeout,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    let resolver = Resolver::new(filter, installed.as_ref()).map_err(|e| e.to_string())?;
-    let infos: Vec<_> = views.iter().map(catalog_info).collect();
-    let by_name: BTreeMap<String, _> = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
-    let selected = resolver.catalogs_to_search(&infos);
-    let fetched =
-        catalogs::fetch_packages(&ctx.catalogd, &by_name, &selected, resolver.package()).await;
-    lifting_versions_fetched(filter, installed.as_ref(), current, fetched)
-        .map_err(|e| e.to_string())
-}
-
 fn extension_state(status: &olm_api::v1::ClusterExtensionStatus) -> ExtensionState {
     let get = |t, f: fn(&olm_api::v1::Condition) -> String| {
         find_condition(&status.conditions, t)
@@ -888,46 +782,6 @@ async fn pipeline(
     Ok(())
 }
 
-/// Writes the record changes of [`ReleaseAction::after_apply`]: to the record written before the
-/// apply (`written`) or to a record of `releases` (a superseded or a retried failed one).
-async fn record_changes(
-    ctx: &Context,
-    owner_ref: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
-    releases: &mut [Release],
-    mut written: Option<&mut (Release, Written)>,
-    changes: &[RecordChange],
-) -> Result<(), crate::storage::StoreError> {
-    for change in changes {
-        let version = match change {
-            RecordChange::Supersede(v) => *v,
-            RecordChange::SetStatus { version, .. } => *version,
-        };
-        let apply_change = |release: &mut Release| match change {
-            RecordChange::Supersede(_) => history::mark_superseded(release),
-            RecordChange::SetStatus {
-                status,
-                description,
-                ..
-            } => history::set_status(release, status, description),
-        };
-        match written.as_deref_mut() {
-            Some((release, written)) if release.version == version => {
-                apply_change(release);
-                ctx.store
-                    .update_after(release, owner_ref, now_secs(), Some(written))
-                    .await?;
-            }
-            _ => {
-                if let Some(release) = releases.iter_mut().find(|r| r.version == version) {
-                    apply_change(release);
-                    ctx.store.update(release, owner_ref, now_secs()).await?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Drift watches, metrics, kept CRDs and availability after a successful apply.
 async fn after_apply(
     ctx: &Context,
@@ -945,27 +799,6 @@ async fn after_apply(
     );
     if let Some(note) = outcome.kept_crds_message() {
         findings.notes.push(note);
-    }
-}
-
-/// The Deployments `release` lists (remembered per release version, so a manifest is parsed
-/// once).
-fn release_deployments(ctx: &Context, extension: &ClusterExtension, release: &Release) -> Deployed {
-    let name = extension.name_any();
-    if let Some(deployments) = ctx.deployed.of_version(&name, release.version) {
-        return Deployed::Release(deployments);
-    }
-    match manifest_objects(&release.manifest) {
-        Ok(objects) => {
-            let deployments = deployments_of(&objects, &extension.spec.namespace);
-            ctx.deployed
-                .set(&name, release.version, deployments.clone());
-            Deployed::Release(deployments)
-        }
-        Err(e) => {
-            tracing::info!(extension = %name, error = %e, "the deployed release's manifest cannot be read");
-            Deployed::Unknown
-        }
     }
 }
 
@@ -1079,73 +912,6 @@ fn catalogs_matching(
     }
 }
 
-async fn pull_and_render(
-    extension: &ClusterExtension,
-    ctx: &Context,
-    resolution: &Resolution,
-) -> Result<(render::Rendered, BTreeSet<(String, String)>), BundleFailure> {
-    let started = Instant::now();
-    let puller = ctx.puller();
-    let pulled = pull_bundle(
-        &puller,
-        &extension.name_any(),
-        &resolution.bundle.image,
-        &ReadLimits::default(),
-    )
-    .await?;
-    if pulled.unpacked.fresh {
-        ctx.metrics.observe_unpack(started.elapsed().as_secs_f64());
-    }
-    let parsed = bundle::parse(&pulled.fs)?;
-    let others = bundle_manifests(&parsed);
-    let options = RenderOptions {
-        install_namespace: extension.spec.namespace.clone(),
-        config: extension
-            .spec
-            .config
-            .as_ref()
-            .and_then(|c| c.inline.clone())
-            .map(Value::Object),
-        cert_provider: ctx.settings.cert_provider,
-        ..RenderOptions::default()
-    };
-    let rendered = render::render(&parsed, &options)?;
-    Ok((rendered, others))
-}
-
-/// (kind, name) of the bundle's own manifests other than the CSV and CRDs.
-pub fn bundle_manifests(bundle: &bundle::RegistryV1Bundle) -> BTreeSet<(String, String)> {
-    bundle
-        .others
-        .iter()
-        .map(|o| (o.kind().to_owned(), o.name().to_owned()))
-        .collect()
-}
-
-/// Objects as upstream's chart holds them: the bundle's own manifests (other than the CSV and
-/// CRDs) as unstructured objects, everything generated as typed ones. A bundle object is
-/// recognised by kind and name.
-pub fn chart_objects(
-    rendered: &render::Rendered,
-    others: &BTreeSet<(String, String)>,
-) -> Vec<ChartObject> {
-    rendered
-        .objects
-        .iter()
-        .map(|object| {
-            let key = (
-                render::object_kind(object).to_owned(),
-                render::object_name(object).to_owned(),
-            );
-            if others.contains(&key) {
-                ChartObject::unstructured(object)
-            } else {
-                ChartObject::typed(object)
-            }
-        })
-        .collect()
-}
-
 /// The objects a stored release lists.
 fn release_refs(
     release: &Release,
@@ -1200,110 +966,6 @@ async fn add_finalizers(
         })? {
         Some(updated) => Ok(updated),
         None => Ok(extension.clone()),
-    }
-}
-
-/// Deletion: uninstall, then drop the records, the cache and the finalizers.
-async fn finalize(
-    api: &Api<ClusterExtension>,
-    extension: &ClusterExtension,
-    ctx: &Context,
-) -> Result<Action, ReconcileError> {
-    let name = extension.name_any();
-    if !super::FINALIZERS
-        .iter()
-        .any(|f| olm_runtime::finalizer::has(extension, f))
-    {
-        return Ok(Action::await_change());
-    }
-    let history = ctx
-        .store
-        .history(&name)
-        .await
-        .map_err(UninstallError::Records)?;
-    let mut installed: Vec<ObjectRef> = Vec::new();
-    for release in history.releases().iter().rev() {
-        for object in release_refs(release).map_err(UninstallError::Manifest)? {
-            if !installed.contains(&object) {
-                installed.push(object);
-            }
-        }
-    }
-    let owner = Owner {
-        name: name.clone(),
-        uid: uid(extension),
-    };
-    let identity = identity(extension);
-    let request = |identity| UninstallRequest {
-        owner: &owner,
-        install_namespace: &extension.spec.namespace,
-        identity,
-        installed: &installed,
-    };
-    let outcome = match ctx.applier.uninstall(&request(&identity)).await {
-        Err(crate::apply::ApplyError::ServiceAccountNotFound { .. }) => {
-            // The ServiceAccount went first (a namespace being deleted): remove what we
-            // installed with the controller's identity, as upstream's garbage collection would.
-            ctx.applier.uninstall(&request(&Identity::Controller)).await
-        }
-        other => other,
-    }
-    .map_err(UninstallError::Apply)?;
-    if !outcome.is_complete() {
-        return Err(UninstallError::Pending(
-            outcome.remaining.iter().map(|o| o.to_string()).collect(),
-        )
-        .into());
-    }
-    if let Some(certs) = &ctx.builtin_certs {
-        certs
-            .remove(&owner, &extension.spec.namespace)
-            .await
-            .map_err(UninstallError::WebhookCerts)?;
-    }
-    ctx.store
-        .delete_all(&name)
-        .await
-        .map_err(UninstallError::Records)?;
-    ctx.puller()
-        .delete_owner(&name)
-        .await
-        .map_err(|e| UninstallError::Cache(e.to_string()))?;
-    remove_finalizers(api, extension).await?;
-    ctx.metrics.forget(&name);
-    ctx.backoff.reset(&name);
-    Ok(Action::await_change())
-}
-
-/// Removes both finalizers in one patch, guarded by the list read.
-async fn remove_finalizers(
-    api: &Api<ClusterExtension>,
-    extension: &ClusterExtension,
-) -> Result<(), PublishError> {
-    let current = extension.finalizers().to_vec();
-    let remaining: Vec<&String> = current
-        .iter()
-        .filter(|f| !super::FINALIZERS.contains(&f.as_str()))
-        .collect();
-    let patch: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "test", "path": "/metadata/finalizers", "value": current},
-        {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
-    ]))
-    .map_err(|e| PublishError::Encode(e.to_string()))?;
-    match api
-        .patch(
-            &extension.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(source) => Err(PublishError::Metadata {
-            name: extension.name_any(),
-            source,
-        }),
     }
 }
 
