@@ -403,14 +403,16 @@ async fn user_managed_fields_survive_drift_repair() {
     delete_namespace(&client, &ns).await;
 }
 
-/// Issue 11 item 6: `spec.serviceAccount` without RBAC is reported (every missing permission
-/// in one message, Retrying) and installs once it is granted.
+/// Issue 11 item 6: with `--honor-service-account`, `spec.serviceAccount` without RBAC is
+/// reported (every missing permission in one message, Retrying) and installs once it is granted.
 #[tokio::test]
 async fn a_service_account_without_rbac_is_reported_then_installs() {
     let env = olm_e2e::shared().await;
     let client = env.client().await;
     let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let oc = OperatorController::start(Options::new(&env.registry)).await;
+    let mut options = Options::new(&env.registry);
+    options.args.push("--honor-service-account".into());
+    let oc = OperatorController::start(options).await;
     let ns = create_namespace(&client, "sa").await;
     let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
     sas.create(

@@ -13,6 +13,7 @@ mod catalogd;
 mod catalogd_in_process;
 mod control_plane;
 mod dev_env;
+mod extension_dropin;
 mod extension_gating;
 mod extension_install;
 mod extension_rbac;

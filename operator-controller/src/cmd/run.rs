@@ -109,6 +109,12 @@ pub struct Args {
     /// violates the new schema (a warning goes into the status).
     #[arg(long)]
     pub crd_upgrade_safety_data_aware: bool,
+    /// Apply each extension's objects as its `spec.serviceAccount` (impersonation), reporting
+    /// every missing permission in one message. Off by default: upstream v1.11 ignores the
+    /// deprecated field and applies as the controller, and so does this controller without the
+    /// flag.
+    #[arg(long)]
+    pub honor_service_account: bool,
     /// How many ClusterExtensions are reconciled at once (controller-runtime's
     /// MaxConcurrentReconciles). Bounds the API requests and memory in flight when many
     /// extensions change together.
@@ -148,6 +154,7 @@ pub struct RunOptions {
     /// Validity of the built-in provider's certificates (`None`: 730 days).
     pub builtin_cert_validity: Option<Duration>,
     pub data_aware_crd_upgrade_safety: bool,
+    pub honor_service_account: bool,
     pub call_timeout: Duration,
     /// Reconciles running at once.
     pub max_concurrent_reconciles: u16,
@@ -179,6 +186,7 @@ impl RunOptions {
             cert_provider: args.cert_provider.map(Into::into),
             builtin_cert_validity: args.builtin_cert_validity,
             data_aware_crd_upgrade_safety: args.crd_upgrade_safety_data_aware,
+            honor_service_account: args.honor_service_account,
             call_timeout: args.api_call_timeout,
             max_concurrent_reconciles: args.max_concurrent_reconciles,
             limits: args.limits,
@@ -329,6 +337,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         cert_provider,
         cert_provider_detected,
         data_aware_crd_upgrade_safety: opts.data_aware_crd_upgrade_safety,
+        honor_service_account: opts.honor_service_account,
         call_timeout: opts.call_timeout,
     };
     let ctx = Arc::new(

@@ -109,6 +109,9 @@ pub struct Settings {
     pub cert_provider_detected: bool,
     /// Run the data-aware step of the CRD upgrade-safety preflight (issue 17).
     pub data_aware_crd_upgrade_safety: bool,
+    /// Apply as `spec.serviceAccount` (`--honor-service-account`); otherwise the field is
+    /// ignored, as upstream v1.11 ignores it.
+    pub honor_service_account: bool,
     /// Bound of single API calls made by the reconcile itself.
     pub call_timeout: Duration,
 }
@@ -612,7 +615,7 @@ async fn pipeline(
     )
     .map_err(|e| wrap(e.into()))?;
     tracing::debug!(extension = %name, ?action, objects = desired.len(), "rendered");
-    let identity = identity(extension);
+    let identity = identity(extension, ctx.settings.honor_service_account);
     let owner = Owner {
         name: name.clone(),
         uid: uid(extension),
@@ -828,7 +831,7 @@ async fn maintain(
         name: extension.name_any(),
         uid: uid(extension),
     };
-    let identity = identity(extension);
+    let identity = identity(extension, ctx.settings.honor_service_account);
     let outcome = ctx
         .applier
         .apply(&ApplyRequest {
@@ -932,13 +935,20 @@ fn installed_finding(bundle: &history::InstalledBundle) -> Installed {
     }
 }
 
-/// `spec.serviceAccount` set: apply as it; unset: as the controller (upstream v1.11).
-fn identity(extension: &ClusterExtension) -> Identity {
+/// Whose permissions an extension's objects are applied with:
+///
+/// | `--honor-service-account` | `spec.serviceAccount` | identity |
+/// |---|---|---|
+/// | off (default, upstream v1.11) | any | the controller |
+/// | on | set | that ServiceAccount (impersonation) |
+/// | on | unset | the controller |
+fn identity(extension: &ClusterExtension, honor_service_account: bool) -> Identity {
     match extension
         .spec
         .service_account
         .as_ref()
         .and_then(|s| s.name.as_ref())
+        .filter(|_| honor_service_account)
     {
         Some(name) => Identity::ServiceAccount {
             namespace: extension.spec.namespace.clone(),
@@ -1033,10 +1043,14 @@ mod tests {
     }
 
     #[test]
-    fn the_identity_is_the_service_account_when_set_else_the_controller() {
-        assert_eq!(identity(&extension(None)), Identity::Controller);
+    fn the_identity_is_the_service_account_only_when_honoured_and_set() {
+        assert_eq!(identity(&extension(None), true), Identity::Controller);
         assert_eq!(
-            identity(&extension(Some("installer"))),
+            identity(&extension(Some("installer")), false),
+            Identity::Controller
+        );
+        assert_eq!(
+            identity(&extension(Some("installer")), true),
             Identity::ServiceAccount {
                 namespace: "ns".into(),
                 name: "installer".into()

@@ -36,7 +36,7 @@ pub(super) async fn finalize(
         name: name.clone(),
         uid: uid(extension),
     };
-    let identity = identity(extension);
+    let identity = identity(extension, ctx.settings.honor_service_account);
     let request = |identity| UninstallRequest {
         owner: &owner,
         install_namespace: &extension.spec.namespace,
