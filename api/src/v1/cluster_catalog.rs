@@ -155,7 +155,7 @@ pub struct ImageSource {
     /// How often, in minutes, to check a tag-based `ref` for new content. Not allowed with a
     /// digest-based `ref`. When omitted the image is pulled once and never polled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1), transform = without_format)]
     pub poll_interval_minutes: Option<i64>,
 }
 
@@ -264,4 +264,10 @@ impl ClusterCatalog {
     pub fn is_available(&self) -> bool {
         self.spec.availability_mode == AvailabilityMode::Available
     }
+}
+
+/// Upstream's field is a Go `*int`, which its generator gives no `format`: the schema stays
+/// node-for-node upstream's.
+fn without_format(schema: &mut schemars::Schema) {
+    schema.remove("format");
 }
