@@ -611,7 +611,8 @@ pub struct Row {
 /// ```
 ///
 /// The row methods after [`Package::bundle`] (`channels`, `replaces`, `skips`, `skip_range`,
-/// `not_pushed`, `same_image_as`, `property`) change the row added last.
+/// `not_pushed`, `same_image_as`, `property`, `crd_schema`, `install_modes`) change the row
+/// added last.
 #[derive(Clone, Debug)]
 pub struct Package {
     pub name: String,
@@ -716,6 +717,19 @@ impl Package {
     /// The last row lists the image of the row of `version`.
     pub fn same_image_as(mut self, version: &str) -> Package {
         self.last().image = RowImage::SameAs(version.to_owned());
+        self
+    }
+
+    /// The last row's bundle ships its CRD with this schema (see [`BundleSpec::with_crd_schema`]).
+    pub fn crd_schema(mut self, schema: Value) -> Package {
+        let row = self.last();
+        row.bundle = row.bundle.clone().with_crd_schema(schema);
+        self
+    }
+
+    /// The last row's bundle supports only these install modes.
+    pub fn install_modes(mut self, modes: &[&str]) -> Package {
+        self.last().bundle.install_modes = modes.iter().map(|m| (*m).to_owned()).collect();
         self
     }
 
