@@ -252,7 +252,8 @@ impl Scenario {
     }
 
     /// Deletes what the scenario left: every applied extension still there (waiting until its
-    /// finalizers ran, while the controller still runs), then its namespaces.
+    /// finalizers ran, while the controller still runs), then its namespaces and the system
+    /// namespace.
     pub async fn finish(mut self) {
         for name in std::mem::take(&mut self.applied) {
             if self.controller.is_some() {
@@ -265,7 +266,11 @@ impl Scenario {
             }
         }
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
-        for name in &self.namespaces {
+        for name in self
+            .namespaces
+            .iter()
+            .chain([&self.settings.system_namespace])
+        {
             let _ = namespaces.delete(name, &DeleteParams::default()).await;
         }
     }
