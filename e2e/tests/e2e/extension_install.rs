@@ -8,10 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::v1::{ClusterExtension, ConditionType};
 use olm_e2e::operator_controller::{
     BundleSpec, CatalogSpec, Catalogs, ChannelSpec, OperatorController, bundle_name,
@@ -174,21 +173,6 @@ pub async fn delete_extension(oc: &OperatorController, api: &Api<ClusterExtensio
         matches!(api.get_opt(name).await, Ok(None)).then_some(())
     })
     .await;
-}
-
-/// The release index Secrets of an extension, as upstream's e2e steps query them.
-pub async fn release_secrets(oc: &OperatorController, extension: &str) -> Vec<Secret> {
-    let client = olm_e2e::shared().await.client().await;
-    let secrets: Api<Secret> = Api::namespaced(client, &oc.system_namespace);
-    secrets
-        .list(
-            &ListParams::default()
-                .labels(&format!("name={extension},owner=operator-controller"))
-                .fields("type=operatorframework.io/index.v1"),
-        )
-        .await
-        .unwrap()
-        .items
 }
 
 #[tokio::test]
