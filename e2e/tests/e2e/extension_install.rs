@@ -12,103 +12,17 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use olm_api::v1::{ClusterExtension, ConditionType};
-use olm_e2e::operator_controller::{
-    BundleSpec, CatalogSpec, Catalogs, ChannelSpec, OperatorController, bundle_name,
-};
-use olm_e2e::registry::Registry;
+use olm_e2e::operator_controller::{CatalogSpec, ChannelSpec, OperatorController, bundle_name};
 use olm_e2e::scenario::{
     ExtensionSpec, Message, OWNER_NAME_LABEL, Package, Scenario, available, installed,
     installed_bundle, message, progressing,
 };
 use serde_json::json;
 
-use crate::support::{create, unique_name};
+use crate::support::create;
 
 // The helpers below are what the ClusterExtension files used before `olm_e2e::scenario`; they go
 // once the last of those files is written in its vocabulary.
-
-/// A package with bundles at `versions` (each replacing the previous one in channel
-/// `stable`), pushed, listed in a catalog image, served by a catalogd of the test's own.
-#[allow(dead_code)]
-pub struct Fixture {
-    pub package: String,
-    pub repo: String,
-    /// Bundle image per version.
-    pub images: BTreeMap<String, String>,
-    pub catalogs: Catalogs,
-    pub catalog: String,
-    pub catalog_repo: String,
-    /// The catalog image reference (`<catalog_repo>:latest`).
-    pub catalog_image: String,
-}
-
-impl Fixture {
-    pub async fn new(registry: &Registry, versions: &[&str]) -> Fixture {
-        let package = unique_name("pkg");
-        let specs: Vec<BundleSpec> = versions
-            .iter()
-            .map(|v| BundleSpec::new(&package, v))
-            .collect();
-        Fixture::with_bundles(registry, &package, &specs, &chain(&package, versions)).await
-    }
-
-    pub async fn with_bundles(
-        registry: &Registry,
-        package: &str,
-        bundles: &[BundleSpec],
-        channel: &[(String, Option<String>)],
-    ) -> Fixture {
-        let channels = vec![ChannelSpec {
-            name: "stable".into(),
-            entries: channel.to_vec(),
-        }];
-        Fixture::with_channels(registry, package, bundles, channels).await
-    }
-
-    /// Bundles pushed, listed in a catalog with `channels` (the first one the default).
-    pub async fn with_channels(
-        registry: &Registry,
-        package: &str,
-        bundles: &[BundleSpec],
-        channels: Vec<ChannelSpec>,
-    ) -> Fixture {
-        Fixture::with_catalog(registry, package, bundles, channels, BTreeMap::new()).await
-    }
-
-    /// As [`Fixture::with_channels`], and the catalog also lists `unpushed` (version → image)
-    /// whose images do not exist.
-    pub async fn with_catalog(
-        registry: &Registry,
-        package: &str,
-        bundles: &[BundleSpec],
-        channels: Vec<ChannelSpec>,
-        unpushed: BTreeMap<String, String>,
-    ) -> Fixture {
-        let repo = unique_name("bundles");
-        let mut images = BTreeMap::new();
-        for spec in bundles {
-            images.insert(spec.version.clone(), spec.push(registry, &repo).await);
-        }
-        let catalog_repo = unique_name("catalog");
-        let mut listed = images.clone();
-        listed.extend(unpushed);
-        let mut spec = catalog_spec(package, &listed, &[]);
-        spec.default_channel = channels[0].name.clone();
-        spec.channels = channels;
-        let image = spec.push(registry, &catalog_repo, "latest").await;
-        let catalogs = Catalogs::start(registry).await;
-        let catalog = catalogs.serve("cat", &image, Some(1)).await;
-        Fixture {
-            package: package.to_owned(),
-            repo,
-            images,
-            catalogs,
-            catalog,
-            catalog_repo,
-            catalog_image: image,
-        }
-    }
-}
 
 /// Channel entries where each version replaces the previous one.
 pub fn chain(package: &str, versions: &[&str]) -> Vec<(String, Option<String>)> {
