@@ -10,14 +10,13 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use olm_api::v1::{ClusterExtension, ConditionType};
 use olm_e2e::operator_controller::{CatalogSpec, ChannelSpec, OperatorController, bundle_name};
 use olm_e2e::scenario::{
     ExtensionSpec, Message, OWNER_NAME_LABEL, Package, Scenario, available, installed,
     installed_bundle, message, progressing,
 };
-use serde_json::json;
 
 use crate::support::create;
 
@@ -67,17 +66,6 @@ pub async fn create_extension(body: serde_json::Value) {
     create(&crate::support::cluster_extensions(&client), body)
         .await
         .unwrap_or_else(|e| panic!("create ClusterExtension: {e}"));
-}
-
-/// Merge-patches the extension's spec.
-pub async fn patch_spec(api: &Api<ClusterExtension>, name: &str, spec: serde_json::Value) {
-    api.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": spec})),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("patch {name}: {e}"));
 }
 
 /// Deletes the extension and waits until it is gone (its finalizers released).
