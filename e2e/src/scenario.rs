@@ -153,6 +153,21 @@ async fn start_controller(env: &TestEnv, settings: &ControllerSettings) -> Opera
     OperatorController::start(options).await
 }
 
+/// Deletes the extension `name` and waits until it is gone (`controller` released its
+/// finalizers); a failure quotes the controller's log tail.
+pub async fn delete_extension(
+    extensions: &Api<ClusterExtension>,
+    name: &str,
+    controller: &OperatorController,
+) {
+    let _ = extensions.delete(name, &DeleteParams::default()).await;
+    controller
+        .eventually(&format!("{name} to be deleted"), || async {
+            matches!(extensions.get_opt(name).await, Ok(None)).then_some(())
+        })
+        .await;
+}
+
 /// A catalogd and an operator-controller of the test's own, on the shared environment, and what
 /// the test created through it (namespaces, extensions), which [`Scenario::finish`] removes.
 pub struct Scenario {
@@ -358,17 +373,7 @@ impl Scenario {
 
     /// Creates the extension, labelled for the scenario's controller.
     pub async fn apply_extension(&mut self, spec: ExtensionSpec) -> Extension {
-        let extension = Extension {
-            name: spec.name.clone().unwrap_or_else(|| unique_name("ext")),
-            namespace: spec.namespace.clone(),
-        };
-        let body = spec.body(&self.settings.instance, &extension.name);
-        let object: ClusterExtension = serde_json::from_value(body.clone())
-            .unwrap_or_else(|e| panic!("ClusterExtension {body}: {e}"));
-        self.extensions
-            .create(&PostParams::default(), &object)
-            .await
-            .unwrap_or_else(|e| panic!("create ClusterExtension {}: {e}", extension.name));
+        let extension = spec.create(&self.extensions, &self.settings.instance).await;
         self.applied.push(extension.name.clone());
         extension
     }
@@ -450,11 +455,7 @@ impl Scenario {
     }
 
     async fn delete_extension_named(&self, name: &str) {
-        let _ = self.extensions.delete(name, &DeleteParams::default()).await;
-        self.eventually(&format!("{name} to be deleted"), || async {
-            matches!(self.extensions.get_opt(name).await, Ok(None)).then_some(())
-        })
-        .await;
+        delete_extension(&self.extensions, name, self.controller()).await;
     }
 
     // -----------------------------------------------------------------------------------------
@@ -835,6 +836,22 @@ impl Package {
             std::fs::write(dir.join(format!("{i:03}.json")), blob.to_string()).expect("blob");
         }
     }
+
+    /// Pushes [`Package::fbc`] as the catalog image `<repo>:latest`; returns its reference.
+    pub async fn push_catalog(
+        &self,
+        registry: &crate::registry::Registry,
+        repo: &str,
+        images: &BTreeMap<String, String>,
+    ) -> String {
+        let dir = tempfile::tempdir().expect("a catalog directory");
+        self.write_fbc(dir.path(), images);
+        let reference = format!("{repo}:latest");
+        push_catalog(registry, &reference, dir.path())
+            .await
+            .unwrap_or_else(|e| panic!("push {reference}: {e}"));
+        registry.image(&reference)
+    }
 }
 
 /// A [`Package`] pushed and served: its ClusterCatalog and images.
@@ -884,13 +901,10 @@ impl Published {
             };
             self.bundle_images.insert(version.clone(), image);
         }
-        let dir = tempfile::tempdir().expect("a catalog directory");
-        self.package.write_fbc(dir.path(), &self.bundle_images);
-        let reference = format!("{}:latest", self.catalog_repo);
-        push_catalog(registry, &reference, dir.path())
-            .await
-            .unwrap_or_else(|e| panic!("push {reference}: {e}"));
-        self.image = registry.image(&reference);
+        self.image = self
+            .package
+            .push_catalog(registry, &self.catalog_repo, &self.bundle_images)
+            .await;
     }
 }
 
@@ -973,6 +987,22 @@ impl ExtensionSpec {
     pub fn inline_config(mut self, config: Value) -> ExtensionSpec {
         self.inline_config = Some(config);
         self
+    }
+
+    /// Creates the ClusterExtension, labelled for the controller `instance`.
+    pub async fn create(&self, extensions: &Api<ClusterExtension>, instance: &str) -> Extension {
+        let extension = Extension {
+            name: self.name.clone().unwrap_or_else(|| unique_name("ext")),
+            namespace: self.namespace.clone(),
+        };
+        let body = self.body(instance, &extension.name);
+        let object: ClusterExtension = serde_json::from_value(body.clone())
+            .unwrap_or_else(|e| panic!("ClusterExtension {body}: {e}"));
+        extensions
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|e| panic!("create ClusterExtension {}: {e}", extension.name));
+        extension
     }
 
     /// The ClusterExtension, labelled for the controller `instance`.
