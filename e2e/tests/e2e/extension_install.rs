@@ -6,76 +6,14 @@
 //! Exact strings come from upstream's `controllers/common_controller.go` (install-path.md §1)
 //! and `resolve/catalog.go` (upstream-operator-controller.md §3.5).
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams};
-use olm_api::v1::{ClusterExtension, ConditionType};
-use olm_e2e::operator_controller::{CatalogSpec, ChannelSpec, OperatorController, bundle_name};
+use kube::api::Api;
+use olm_api::v1::ConditionType;
 use olm_e2e::scenario::{
     ExtensionSpec, Message, OWNER_NAME_LABEL, Package, Scenario, available, installed,
     installed_bundle, message, progressing,
 };
-
-use crate::support::create;
-
-// The helpers below are what the ClusterExtension files used before `olm_e2e::scenario`; they go
-// once the last of those files is written in its vocabulary.
-
-/// Channel entries where each version replaces the previous one.
-pub fn chain(package: &str, versions: &[&str]) -> Vec<(String, Option<String>)> {
-    let mut previous: Option<String> = None;
-    versions
-        .iter()
-        .map(|v| {
-            let name = bundle_name(package, v);
-            let entry = (name.clone(), previous.take());
-            previous = Some(name);
-            entry
-        })
-        .collect()
-}
-
-pub fn catalog_spec(
-    package: &str,
-    images: &BTreeMap<String, String>,
-    channel: &[(String, Option<String>)],
-) -> CatalogSpec {
-    CatalogSpec {
-        package: package.to_owned(),
-        default_channel: "stable".into(),
-        channels: vec![ChannelSpec {
-            name: "stable".into(),
-            entries: channel.to_vec(),
-        }],
-        bundles: images
-            .iter()
-            .map(|(v, image)| (bundle_name(package, v), v.clone(), image.clone()))
-            .collect(),
-    }
-}
-
-pub async fn extensions() -> Api<ClusterExtension> {
-    Api::all(olm_e2e::shared().await.client().await)
-}
-
-/// Creates the extension described by `body`.
-pub async fn create_extension(body: serde_json::Value) {
-    let client = olm_e2e::shared().await.client().await;
-    create(&crate::support::cluster_extensions(&client), body)
-        .await
-        .unwrap_or_else(|e| panic!("create ClusterExtension: {e}"));
-}
-
-/// Deletes the extension and waits until it is gone (its finalizers released).
-pub async fn delete_extension(oc: &OperatorController, api: &Api<ClusterExtension>, name: &str) {
-    let _ = api.delete(name, &DeleteParams::default()).await;
-    oc.eventually(&format!("{name} to be deleted"), || async {
-        matches!(api.get_opt(name).await, Ok(None)).then_some(())
-    })
-    .await;
-}
 
 #[tokio::test]
 async fn install_latest_then_uninstall_removes_everything() {
