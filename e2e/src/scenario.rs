@@ -13,16 +13,16 @@
 //!
 //! ```no_run
 //! # async fn scenario() {
-//! use olm_e2e::scenario::{ExtensionSpec, Message, Package, Scenario, installed, progressing};
+//! use olm_e2e::scenario::{ExtensionSpec, Message, Package, RETRYING, Scenario};
 //! let mut scenario = Scenario::start().await;
-//! let catalog = scenario.publish(Package::new("pkg").versions(&["1.0.0", "1.2.0"])).await;
+//! let catalog = scenario.publish(Package::with_versions(&["1.0.0", "1.2.0"])).await;
 //! let ns = scenario.namespace("install").await;
-//! let ext = scenario.apply_extension(ExtensionSpec::new(&catalog, &ns).version("1.0.0")).await;
-//! scenario.wait_for(&ext, installed("True", "Succeeded")).await;
+//! // Applied, then awaited until `Installed` is True with reason `Succeeded`.
+//! let ext = scenario.install(ExtensionSpec::new(&catalog, &ns).version("1.0.0")).await;
 //! scenario.patch_spec(&ext, serde_json::json!({"source": {"catalog": {"version": "1.2.0"}}})).await;
-//! scenario
-//!     .wait_for(&ext, progressing("True", "Retrying").message(Message::contains("1.2.0")))
-//!     .await;
+//! let refused = RETRYING.message(Message::contains("matching version \"1.2.0\""));
+//! scenario.wait_for(&ext, refused).await;
+//! assert_eq!(scenario.installed(&ext).await, Some(catalog.bundle("1.0.0")));
 //! scenario.finish().await;
 //! # }
 //! ```
@@ -390,6 +390,21 @@ impl Scenario {
             .unwrap_or_else(|e| panic!("patch {}: {e}", extension.name));
     }
 
+    /// Sets `spec.source.catalog.version` (a version or a range).
+    pub async fn set_version(&self, extension: &Extension, version: &str) {
+        self.patch_spec(
+            extension,
+            json!({"source": {"catalog": {"version": version}}}),
+        )
+        .await;
+    }
+
+    /// Sets `spec.config` to `config` inline.
+    pub async fn set_config(&self, extension: &Extension, config: Value) {
+        self.patch_spec(extension, json!({ "config": inline_config(config) }))
+            .await;
+    }
+
     /// The extension as it is now.
     pub async fn get(&self, extension: &Extension) -> ClusterExtension {
         self.extensions
@@ -400,9 +415,9 @@ impl Scenario {
 
     /// Waits until the extension meets `expect` for its current generation; returns it.
     ///
-    /// A message given with [`Expect::message`] is checked once the condition's status and
-    /// reason are reached (a mismatch fails at once); one given with [`Expect::until_message`]
-    /// is part of what is awaited.
+    /// A message given with [`Expect::message`] and a bundle given with [`Expect::bundle`] are
+    /// checked once the condition's status and reason are reached (a mismatch fails at once); a
+    /// message given with [`Expect::until_message`] is part of what is awaited.
     pub async fn wait_for(&self, extension: &Extension, expect: Expect) -> ClusterExtension {
         let name = &extension.name;
         let found = self
@@ -426,12 +441,29 @@ impl Scenario {
                 expect.reason
             );
         }
+        if let Some(bundle) = &expect.bundle {
+            assert_eq!(
+                installed_bundle(&found).as_ref(),
+                Some(bundle),
+                "{name}: {:?} {}/{}: the installed bundle",
+                expect.type_,
+                expect.status,
+                expect.reason
+            );
+        }
         found
     }
 
     /// The installed bundle (name, version) as the extension's status reports it now.
     pub async fn installed(&self, extension: &Extension) -> Option<(String, String)> {
         installed_bundle(&self.get(extension).await)
+    }
+
+    /// Applies the extension and waits until it is [`INSTALLED`].
+    pub async fn install(&mut self, spec: ExtensionSpec) -> Extension {
+        let extension = self.apply_extension(spec).await;
+        self.wait_for(&extension, INSTALLED).await;
+        extension
     }
 
     /// Waits until the extension reports `bundle` (name, version; see [`Published::bundle`])
@@ -640,6 +672,11 @@ impl Package {
             default_channel: None,
             rows: Vec::new(),
         }
+    }
+
+    /// A package `pkg-<random>` with [`Package::versions`].
+    pub fn with_versions(versions: &[&str]) -> Package {
+        Package::new("pkg").versions(versions)
     }
 
     /// Rows for `versions` in [`DEFAULT_CHANNEL`], each replacing the one before.
@@ -1153,28 +1190,43 @@ impl fmt::Display for Message {
 #[derive(Clone, Debug)]
 pub struct Expect {
     pub type_: ConditionType,
-    pub status: String,
-    pub reason: String,
+    pub status: &'static str,
+    pub reason: &'static str,
     /// Checked once status and reason are reached.
     pub asserted: Option<Message>,
     /// Awaited with status and reason.
     pub awaited: Option<Message>,
+    /// The bundle (name, version) `status.install` names, checked once status and reason are
+    /// reached.
+    pub bundle: Option<(String, String)>,
 }
 
 impl Expect {
-    pub fn condition(type_: ConditionType, status: &str, reason: &str) -> Expect {
+    pub const fn condition(
+        type_: ConditionType,
+        status: &'static str,
+        reason: &'static str,
+    ) -> Expect {
         Expect {
             type_,
-            status: status.to_owned(),
-            reason: reason.to_owned(),
+            status,
+            reason,
             asserted: None,
             awaited: None,
+            bundle: None,
         }
     }
 
     /// The message must match `pattern` when status and reason are reached.
     pub fn message(mut self, pattern: Message) -> Expect {
         self.asserted = Some(pattern);
+        self
+    }
+
+    /// The extension must report `bundle` (name, version; see [`Published::bundle`]) installed
+    /// when status and reason are reached.
+    pub fn bundle(mut self, bundle: (String, String)) -> Expect {
+        self.bundle = Some(bundle);
         self
     }
 
@@ -1197,19 +1249,30 @@ impl fmt::Display for Expect {
 }
 
 /// `Installed` with `status` and `reason`.
-pub fn installed(status: &str, reason: &str) -> Expect {
+pub const fn installed(status: &'static str, reason: &'static str) -> Expect {
     Expect::condition(ConditionType::Installed, status, reason)
 }
 
 /// `Progressing` with `status` and `reason`.
-pub fn progressing(status: &str, reason: &str) -> Expect {
+pub const fn progressing(status: &'static str, reason: &'static str) -> Expect {
     Expect::condition(ConditionType::Progressing, status, reason)
 }
 
 /// `Available` with `status` and `reason`.
-pub fn available(status: &str, reason: &str) -> Expect {
+pub const fn available(status: &'static str, reason: &'static str) -> Expect {
     Expect::condition(ConditionType::Available, status, reason)
 }
+
+/// `Installed` True, `Succeeded`: a bundle is installed.
+pub const INSTALLED: Expect = installed("True", "Succeeded");
+/// `Progressing` True, `Succeeded`: the desired state is reached.
+pub const DESIRED_STATE: Expect = progressing("True", "Succeeded");
+/// `Progressing` True, `Retrying`: a retryable error.
+pub const RETRYING: Expect = progressing("True", "Retrying");
+/// `Progressing` False, `InvalidConfiguration`: a terminal error in `spec.config`.
+pub const INVALID_CONFIGURATION: Expect = progressing("False", "InvalidConfiguration");
+/// `Available` True, `ProbesSucceeded`: the installed Deployments are available.
+pub const AVAILABLE: Expect = available("True", "ProbesSucceeded");
 
 // ---------------------------------------------------------------------------------------------
 // Release records

@@ -79,8 +79,8 @@ async fn expect_upgradeable(
 async fn expect_extension_condition(
     scenario: &Scenario,
     ext: &Extension,
-    status: &str,
-    reason: &str,
+    status: &'static str,
+    reason: &'static str,
     message: &str,
 ) -> ClusterExtension {
     scenario
