@@ -11,15 +11,15 @@ use kube::ResourceExt;
 use kube::api::Api;
 use olm_api::v1::ConditionType;
 use olm_e2e::scenario::{
-    ExtensionSpec, Message, OWNER_NAME_LABEL, Package, Scenario, available, installed,
-    installed_bundle, message, progressing,
+    AVAILABLE, DESIRED_STATE, ExtensionSpec, INSTALLED, Message, OWNER_NAME_LABEL, Package,
+    Scenario, message,
 };
 
 #[tokio::test]
 async fn install_latest_then_uninstall_removes_everything() {
     let mut scenario = Scenario::start().await;
     let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0", "1.2.0"]))
+        .publish(Package::with_versions(&["1.0.0", "1.2.0"]))
         .await;
     let ns = scenario.namespace("install").await;
     let ext = scenario
@@ -30,7 +30,7 @@ async fn install_latest_then_uninstall_removes_everything() {
     scenario
         .wait_for(
             &ext,
-            installed("True", "Succeeded").message(Message::exact(format!(
+            INSTALLED.message(Message::exact(format!(
                 "Installed bundle {} successfully",
                 catalog.bundle_image("1.2.0")
             ))),
@@ -39,10 +39,11 @@ async fn install_latest_then_uninstall_removes_everything() {
     let installed = scenario
         .wait_for(
             &ext,
-            progressing("True", "Succeeded").message(Message::exact("Desired state reached")),
+            DESIRED_STATE
+                .message(Message::exact("Desired state reached"))
+                .bundle(catalog.bundle("1.2.0")),
         )
         .await;
-    assert_eq!(installed_bundle(&installed), Some(catalog.bundle("1.2.0")));
     for (type_, text) in [
         (ConditionType::Deprecated, "not deprecated"),
         (ConditionType::PackageDeprecated, "package not deprecated"),
@@ -80,9 +81,7 @@ async fn install_latest_then_uninstall_removes_everything() {
     assert_eq!(cm.data.unwrap()["version"], "1.2.0");
 
     // kwok makes the Deployment available; the extension reports it.
-    scenario
-        .wait_for(&ext, available("True", "ProbesSucceeded"))
-        .await;
+    scenario.wait_for(&ext, AVAILABLE).await;
 
     // Metrics (issue 11 item 9), on the ops listener as catalogd serves them.
     let metrics = reqwest::get(format!("{}/metrics", scenario.controller().health_root))
