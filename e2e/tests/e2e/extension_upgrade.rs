@@ -7,7 +7,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use olm_api::v1::ConditionType;
 use olm_e2e::operator_controller::widget_schema;
 use olm_e2e::scenario::{
-    ExtensionSpec, Message, Package, Scenario, installed, installed_bundle, message, progressing,
+    DESIRED_STATE, ExtensionSpec, INSTALLED, Message, Package, RETRYING, Scenario, message,
 };
 use serde_json::json;
 
@@ -18,39 +18,35 @@ async fn pinned_install_then_upgrades_within_the_channel_and_refuses_non_success
     let mut scenario = Scenario::start().await;
     // 1.0.1 replaces 1.0.0; 1.2.0 replaces 1.0.1 (so it is no successor of 1.0.0).
     let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0", "1.0.1", "1.2.0"]))
+        .publish(Package::with_versions(&["1.0.0", "1.0.1", "1.2.0"]))
         .await;
     let pkg = catalog.package();
     let ns = scenario.namespace("upgrade").await;
     let ext = scenario
         .apply_extension(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
         .await;
-    let e = scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
+    scenario
+        .wait_for(&ext, INSTALLED.bundle(catalog.bundle("1.0.0")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     assert_eq!(
         scenario.configmap_version(&ext).await.as_deref(),
         Some("1.0.0")
     );
 
     // Not a successor: upstream's exact text (resolve/catalog.go, update.feature).
-    scenario
-        .patch_spec(&ext, json!({"source": {"catalog": {"version": "1.2.0"}}}))
-        .await;
+    scenario.set_version(&ext, "1.2.0").await;
+    // The installed bundle stays.
+    let refusal = format!(
+        "error upgrading from currently installed version \"1.0.0\": no bundles found for package \"{pkg}\" matching version \"1.2.0\""
+    );
     let e = scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").message(Message::exact(format!(
-                "error upgrading from currently installed version \"1.0.0\": no bundles found for package \"{pkg}\" matching version \"1.2.0\""
-            ))),
+            RETRYING
+                .message(Message::exact(refusal))
+                .bundle(catalog.bundle("1.0.0")),
         )
         .await;
-    assert_eq!(
-        installed_bundle(&e),
-        Some(catalog.bundle("1.0.0")),
-        "the installed bundle stays"
-    );
     assert_eq!(
         message(&e, ConditionType::Installed),
         format!(
@@ -60,16 +56,10 @@ async fn pinned_install_then_upgrades_within_the_channel_and_refuses_non_success
     );
 
     // Within range: the successor is installed.
+    scenario.set_version(&ext, ">=1.0.0 <1.2.0").await;
     scenario
-        .patch_spec(
-            &ext,
-            json!({"source": {"catalog": {"version": ">=1.0.0 <1.2.0"}}}),
-        )
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.0.1")))
         .await;
-    let e = scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
-        .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.1")));
     assert_eq!(
         scenario.configmap_version(&ext).await.as_deref(),
         Some("1.0.1")
@@ -86,10 +76,9 @@ async fn pinned_install_then_upgrades_within_the_channel_and_refuses_non_success
             json!({"source": {"catalog": {"version": "1.0.0", "upgradeConstraintPolicy": "SelfCertified"}}}),
         )
         .await;
-    let e = scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
+    scenario
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.0.0")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     assert_eq!(
         scenario.configmap_version(&ext).await.as_deref(),
         Some("1.0.0")
@@ -102,16 +91,9 @@ async fn pinned_install_then_upgrades_within_the_channel_and_refuses_non_success
 #[tokio::test]
 async fn drift_is_repaired_also_after_the_catalog_is_deleted() {
     let mut scenario = Scenario::start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("drift").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
 
     scenario
         .delete_configmap_and_wait_restored(&ext, "the deleted ConfigMap to be restored")
@@ -128,9 +110,8 @@ async fn drift_is_repaired_also_after_the_catalog_is_deleted() {
         )
         .await;
     let e = scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.0.0")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     for type_ in [ConditionType::Deprecated, ConditionType::BundleDeprecated] {
         assert_eq!(
             message(&e, type_),
@@ -147,18 +128,14 @@ async fn drift_is_repaired_also_after_the_catalog_is_deleted() {
 #[tokio::test]
 async fn collisions_and_missing_namespaces_are_retried_until_resolved() {
     let mut scenario = Scenario::start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
 
     // Missing namespace.
     let missing = olm_e2e::test_env::unique_name("later");
     let ext = scenario
         .apply_extension(ExtensionSpec::new(&catalog, &missing))
         .await;
-    let e = scenario
-        .wait_for(&ext, progressing("True", "Retrying"))
-        .await;
+    let e = scenario.wait_for(&ext, RETRYING).await;
     assert_eq!(
         (
             e.status.as_ref().and_then(|s| s.install.clone()),
@@ -167,9 +144,7 @@ async fn collisions_and_missing_namespaces_are_retried_until_resolved() {
         (None, "No bundle installed".to_string())
     );
     scenario.namespace_named(&missing).await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    scenario.wait_for(&ext, INSTALLED).await;
     scenario.delete_extension(&ext).await;
 
     // Collision with an unowned Deployment.
@@ -195,7 +170,7 @@ async fn collisions_and_missing_namespaces_are_retried_until_resolved() {
     let e = scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").message(Message::contains(format!(
+            RETRYING.message(Message::contains(format!(
                 "Deployment '{deployment_name}' already exists in namespace '{ns}' and cannot be managed by operator-controller"
             ))),
         )
@@ -205,12 +180,8 @@ async fn collisions_and_missing_namespaces_are_retried_until_resolved() {
         .delete(&deployment_name, &DeleteParams::default())
         .await
         .unwrap();
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
-    scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
-        .await;
+    scenario.wait_for(&ext, INSTALLED).await;
+    scenario.wait_for(&ext, DESIRED_STATE).await;
     scenario.finish().await;
 }
 
@@ -230,31 +201,25 @@ async fn a_crd_upgrade_removing_a_field_is_refused_unless_enforcement_is_none() 
     let package = catalog.package();
     let ns = scenario.namespace("crd").await;
     let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
+        .install(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
         .await;
 
-    scenario
-        .patch_spec(&ext, json!({"source": {"catalog": {"version": "1.0.1"}}}))
-        .await;
+    scenario.set_version(&ext, "1.0.1").await;
     // Wrapping: upstream's `error for resolved bundle %q with version %q: `; entry: crdify's
     // existingFieldRemoval and type entries, as upstream reports a removed field (the
     // conformance pair `synthetic/existing-field-removal`); summary line first (issue 17).
-    let e = scenario
+    // The old bundle stays installed.
+    let refusal = format!(
+        "error for resolved bundle \"{package}.v1.0.1\" with version \"1.0.1\": 1 CRD, 2 violations\nvalidating upgrade for CRD \"widgets.{package}.e2e.olm.test\": existingFieldRemoval: removed field : v1.^.spec.color\nv1: ^.spec.color: type: type changed : \"string\" -> \"\""
+    );
+    scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").message(Message::exact(format!(
-                "error for resolved bundle \"{package}.v1.0.1\" with version \"1.0.1\": 1 CRD, 2 violations\nvalidating upgrade for CRD \"widgets.{package}.e2e.olm.test\": existingFieldRemoval: removed field : v1.^.spec.color\nv1: ^.spec.color: type: type changed : \"string\" -> \"\""
-            ))),
+            RETRYING
+                .message(Message::exact(refusal))
+                .bundle(catalog.bundle("1.0.0")),
         )
         .await;
-    assert_eq!(
-        installed_bundle(&e),
-        Some(catalog.bundle("1.0.0")),
-        "the old bundle stays installed"
-    );
     assert_eq!(
         scenario.configmap_version(&ext).await.as_deref(),
         Some("1.0.0")
@@ -266,10 +231,9 @@ async fn a_crd_upgrade_removing_a_field_is_refused_unless_enforcement_is_none() 
             json!({"install": {"preflight": {"crdUpgradeSafety": {"enforcement": "None"}}}}),
         )
         .await;
-    let e = scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
+    scenario
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.0.1")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.1")));
     assert_eq!(
         scenario.configmap_version(&ext).await.as_deref(),
         Some("1.0.1")
@@ -282,16 +246,9 @@ async fn a_crd_upgrade_removing_a_field_is_refused_unless_enforcement_is_none() 
 #[tokio::test]
 async fn a_new_catalog_image_under_the_same_tag_upgrades_automatically() {
     let mut scenario = Scenario::start().await;
-    let mut catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let mut catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("autoupdate").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
 
     scenario
         .republish(&mut catalog, |package| package.bundle("1.0.1"))
@@ -338,10 +295,7 @@ async fn data_aware_crd_upgrade_safety_checks_the_stored_objects() {
     let package = catalog.package();
     let ns = scenario.namespace("dataaware").await;
     let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
+        .install(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
         .await;
 
     // A stored object with color "red".
@@ -366,39 +320,32 @@ async fn data_aware_crd_upgrade_safety_checks_the_stored_objects() {
         .unwrap();
 
     // Enum added: upstream refuses; no stored object violates it: allowed with a warning.
+    scenario.set_version(&ext, "1.0.1").await;
+    let warning = format!(
+        "Desired state reached\nCRD \"widgets.{group}\": upstream's check refuses this upgrade (1 violation); allowed because no stored object violates the new schema (1 object checked)"
+    );
     scenario
-        .patch_spec(&ext, json!({"source": {"catalog": {"version": "1.0.1"}}}))
-        .await;
-    let e = scenario
         .wait_for(
             &ext,
-            progressing("True", "Succeeded").message(Message::exact(format!(
-                "Desired state reached\nCRD \"widgets.{group}\": upstream's check refuses this upgrade (1 violation); allowed because no stored object violates the new schema (1 object checked)"
-            ))),
+            DESIRED_STATE
+                .message(Message::exact(warning))
+                .bundle(catalog.bundle("1.0.1")),
         )
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.1")));
 
     // Enum value "red" removed while a stored object uses it: refused, naming the object.
+    scenario.set_version(&ext, "1.0.2").await;
+    // The old bundle stays installed.
+    let refusal = Message::starts_with(format!(
+        "error for resolved bundle \"{package}.v1.0.2\" with version \"1.0.2\": 1 CRD, 1 violation\nvalidating upgrade for CRD \"widgets.{group}\": v1: ^.spec.color: enum: allowed enum values removed : [\"red\"]\ndata-aware check of CRD \"widgets.{group}\" (1 object checked): refused"
+    ))
+    .and(Message::contains("red-widget"));
     scenario
-        .patch_spec(&ext, json!({"source": {"catalog": {"version": "1.0.2"}}}))
-        .await;
-    let e = scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").message(
-                Message::starts_with(format!(
-                    "error for resolved bundle \"{package}.v1.0.2\" with version \"1.0.2\": 1 CRD, 1 violation\nvalidating upgrade for CRD \"widgets.{group}\": v1: ^.spec.color: enum: allowed enum values removed : [\"red\"]\ndata-aware check of CRD \"widgets.{group}\" (1 object checked): refused"
-                ))
-                .and(Message::contains("red-widget")),
-            ),
+            RETRYING.message(refusal).bundle(catalog.bundle("1.0.1")),
         )
         .await;
-    assert_eq!(
-        installed_bundle(&e),
-        Some(catalog.bundle("1.0.1")),
-        "the old bundle stays installed"
-    );
     let _ = widgets.delete("red-widget", &DeleteParams::default()).await;
     scenario.finish().await;
 }
@@ -409,16 +356,9 @@ async fn data_aware_crd_upgrade_safety_checks_the_stored_objects() {
 #[tokio::test]
 async fn a_new_version_with_identical_content_is_recorded() {
     let mut scenario = Scenario::start().await;
-    let mut catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let mut catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("identical").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
 
     scenario
         .republish(&mut catalog, |package| {
@@ -441,12 +381,8 @@ async fn a_new_version_with_identical_content_is_recorded() {
 #[tokio::test]
 async fn a_catalog_change_requeues_only_the_extensions_of_its_packages() {
     let mut scenario = Scenario::start().await;
-    let mut changed = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
-    let other = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let mut changed = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let other = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     // Two namespaces: both bundles ship a ConfigMap `test-configmap`.
     let ns = scenario.namespace("requeue").await;
     let ns_b = scenario.namespace("requeue-b").await;
@@ -457,7 +393,7 @@ async fn a_catalog_change_requeues_only_the_extensions_of_its_packages() {
         .apply_extension(ExtensionSpec::new(&other, &ns_b))
         .await;
     for ext in [&a, &b] {
-        scenario.wait_for(ext, installed("True", "Succeeded")).await;
+        scenario.wait_for(ext, INSTALLED).await;
     }
 
     scenario
