@@ -9,16 +9,15 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use olm_api::v1::ConditionType;
 use olm_e2e::operator_controller::CATALOG_NAME_LABEL;
 use olm_e2e::scenario::{
-    Extension, ExtensionSpec, Message, Package, Scenario, inline_config, installed,
-    installed_bundle, message, progressing,
+    DESIRED_STATE, Extension, ExtensionSpec, INSTALLED, INVALID_CONFIGURATION, Message, Package,
+    RETRYING, Scenario, message,
 };
 use serde_json::json;
 
 use crate::support::unique_name;
 
 /// Why a configuration is refused: upstream's wording after the bundle's name.
-const INVALID_CONFIGURATION: &str =
-    "invalid ClusterExtension configuration: invalid configuration:";
+const CONFIGURATION_ERROR: &str = "invalid ClusterExtension configuration: invalid configuration:";
 
 async fn deployment(scenario: &Scenario, ext: &Extension, name: &str) -> Deployment {
     scenario
@@ -57,17 +56,15 @@ async fn a_channel_switch_installs_the_other_channels_bundle() {
     let ext = scenario
         .apply_extension(ExtensionSpec::new(&catalog, &ns).channels(&["stable"]))
         .await;
-    let e = scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
+    scenario
+        .wait_for(&ext, INSTALLED.bundle(catalog.bundle("1.0.0")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     scenario
         .patch_spec(&ext, json!({"source": {"catalog": {"channels": ["fast"]}}}))
         .await;
-    let e = scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
+    scenario
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.1.0")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.1.0")));
     scenario.finish().await;
 }
 
@@ -75,9 +72,7 @@ async fn a_channel_switch_installs_the_other_channels_bundle() {
 #[tokio::test]
 async fn two_catalogs_at_the_same_priority_are_reported() {
     let mut scenario = Scenario::start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let second = scenario.serve(&catalog.image, None).await;
     let ns = scenario.namespace("twocats").await;
     let ext = scenario
@@ -89,7 +84,7 @@ async fn two_catalogs_at_the_same_priority_are_reported() {
     scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").message(Message::exact(format!(
+            RETRYING.message(Message::exact(format!(
                 "found bundles for package \"{}\" in multiple catalogs with the same priority [{} {}]",
                 catalog.package(),
                 names[0],
@@ -99,9 +94,7 @@ async fn two_catalogs_at_the_same_priority_are_reported() {
         .await;
     // A higher priority decides.
     scenario.set_catalog_priority(&second, 10).await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    scenario.wait_for(&ext, INSTALLED).await;
     scenario.finish().await;
 }
 
@@ -128,7 +121,6 @@ async fn install_mode_configuration_errors_and_success() {
     let all = scenario
         .publish(Package::new("all").versions(&["1.0.0"]))
         .await;
-    let invalid_configuration = || progressing("False", "InvalidConfiguration");
 
     // OwnNamespace.
     let ns = scenario.namespace("own").await;
@@ -138,35 +130,27 @@ async fn install_mode_configuration_errors_and_success() {
     scenario
         .wait_for(
             &ext,
-            invalid_configuration().message(Message::exact(format!(
-                "error for resolved bundle \"{}\" with version \"1.0.0\": {INVALID_CONFIGURATION} required field \"watchNamespace\" is missing",
+            INVALID_CONFIGURATION.message(Message::exact(format!(
+                "error for resolved bundle \"{}\" with version \"1.0.0\": {CONFIGURATION_ERROR} required field \"watchNamespace\" is missing",
                 own.bundle("1.0.0").0
             ))),
         )
         .await;
     scenario
-        .patch_spec(
-            &ext,
-            json!({"config": inline_config(json!({"watchNamespace": "some-ns"}))}),
-        )
+        .set_config(&ext, json!({"watchNamespace": "some-ns"}))
         .await;
     scenario
         .wait_for(
             &ext,
-            invalid_configuration().message(Message::contains(format!(
+            INVALID_CONFIGURATION.message(Message::contains(format!(
                 "invalid value \"some-ns\": must be \"{ns}\""
             ))),
         )
         .await;
     scenario
-        .patch_spec(
-            &ext,
-            json!({"config": inline_config(json!({"watchNamespace": ns}))}),
-        )
+        .set_config(&ext, json!({"watchNamespace": ns}))
         .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    scenario.wait_for(&ext, INSTALLED).await;
     let d = deployment(&scenario, &ext, &format!("{}-controller", own.package())).await;
     assert_eq!(target_namespaces(&d), Some(ns.clone()));
     scenario.delete_extension(&ext).await;
@@ -180,60 +164,50 @@ async fn install_mode_configuration_errors_and_success() {
     scenario
         .wait_for(
             &ext,
-            invalid_configuration().message(Message::ends_with(format!(
-                "{INVALID_CONFIGURATION} required field \"watchNamespace\" is missing"
+            INVALID_CONFIGURATION.message(Message::ends_with(format!(
+                "{CONFIGURATION_ERROR} required field \"watchNamespace\" is missing"
             ))),
         )
         .await;
     scenario
-        .patch_spec(
-            &ext,
-            json!({"config": inline_config(json!({"watchNamespace": "invalid-namespace-"}))}),
-        )
+        .set_config(&ext, json!({"watchNamespace": "invalid-namespace-"}))
         .await;
     scenario
         .wait_for(
             &ext,
-            invalid_configuration().message(Message::contains(format!(
-                "{INVALID_CONFIGURATION} field \"watchNamespace\" must match pattern"
+            INVALID_CONFIGURATION.message(Message::contains(format!(
+                "{CONFIGURATION_ERROR} field \"watchNamespace\" must match pattern"
             ))),
         )
         .await;
     scenario
-        .patch_spec(
-            &ext,
-            json!({"config": inline_config(json!({"watchNamespace": watched}))}),
-        )
+        .set_config(&ext, json!({"watchNamespace": watched}))
         .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    scenario.wait_for(&ext, INSTALLED).await;
     let d = deployment(&scenario, &ext, &format!("{}-controller", single.package())).await;
     assert_eq!(target_namespaces(&d), Some(watched.clone()));
     scenario.delete_extension(&ext).await;
 
     // AllNamespaces only: watchNamespace is unknown; deploymentConfig reaches the Deployment.
     let ns = scenario.namespace("all").await;
+    let watch_own = json!({"watchNamespace": ns});
     let ext = scenario
-        .apply_extension(ExtensionSpec::new(&all, &ns).inline_config(json!({"watchNamespace": ns})))
+        .apply_extension(ExtensionSpec::new(&all, &ns).inline_config(watch_own))
         .await;
     scenario
         .wait_for(
             &ext,
-            invalid_configuration().message(Message::ends_with(format!(
-                "{INVALID_CONFIGURATION} unknown field \"watchNamespace\""
+            INVALID_CONFIGURATION.message(Message::ends_with(format!(
+                "{CONFIGURATION_ERROR} unknown field \"watchNamespace\""
             ))),
         )
         .await;
-    scenario
-        .patch_spec(
-            &ext,
-            json!({"config": inline_config(json!({"watchNamespace": null, "deploymentConfig": {"nodeSelector": {"kubernetes.io/os": "linux"}}}))}),
-        )
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    let config = json!({
+        "watchNamespace": null,
+        "deploymentConfig": {"nodeSelector": {"kubernetes.io/os": "linux"}},
+    });
+    scenario.set_config(&ext, config).await;
+    scenario.wait_for(&ext, INSTALLED).await;
     let d = deployment(&scenario, &ext, &format!("{}-controller", all.package())).await;
     let selector = d
         .spec
@@ -252,16 +226,9 @@ async fn install_mode_configuration_errors_and_success() {
 #[tokio::test]
 async fn user_managed_fields_survive_drift_repair() {
     let mut scenario = Scenario::start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("userfields").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
     let deployments = scenario.deployments(&ext);
     let deployment_name = format!("{}-controller", catalog.package());
     deployments
@@ -315,9 +282,7 @@ async fn user_managed_fields_survive_drift_repair() {
 #[tokio::test]
 async fn a_service_account_without_rbac_is_reported_then_installs() {
     let mut scenario = Scenario::start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("sa").await;
     let sas: Api<ServiceAccount> = Api::namespaced(scenario.client.clone(), &ns);
     sas.create(
@@ -332,7 +297,7 @@ async fn a_service_account_without_rbac_is_reported_then_installs() {
     let e = scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").message(
+            RETRYING.message(
                 Message::contains(format!("system:serviceaccount:{ns}:installer"))
                     .and(Message::contains("configmaps")),
             ),
@@ -354,9 +319,7 @@ async fn a_service_account_without_rbac_is_reported_then_installs() {
         )
         .await
         .unwrap();
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    scenario.wait_for(&ext, INSTALLED).await;
     scenario.delete_extension(&ext).await;
     let _ = bindings
         .delete(&binding_name, &DeleteParams::default())
@@ -369,9 +332,7 @@ async fn a_service_account_without_rbac_is_reported_then_installs() {
 #[tokio::test]
 async fn a_controller_killed_mid_install_converges_after_restart() {
     let mut scenario = Scenario::start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("killed").await;
     let ext = scenario
         .apply_extension(ExtensionSpec::new(&catalog, &ns))
@@ -385,10 +346,9 @@ async fn a_controller_killed_mid_install_converges_after_restart() {
     scenario.kill_controller();
 
     scenario.start_controller().await;
-    let e = scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
+    scenario
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.0.0")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     scenario.finish().await;
 }
 
@@ -411,25 +371,21 @@ async fn unpullable_and_invalid_bundles_keep_the_installed_one() {
     let package = catalog.package();
     let ns = scenario.namespace("badinput").await;
     let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
+        .install(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
         .await;
 
+    scenario.set_version(&ext, "1.0.1").await;
     scenario
-        .patch_spec(&ext, json!({"source": {"catalog": {"version": "1.0.1"}}}))
-        .await;
-    let e = scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").message(Message::starts_with(format!(
-                "error for resolved bundle \"{}\" with version \"1.0.1\": ",
-                catalog.bundle("1.0.1").0
-            ))),
+            RETRYING
+                .message(Message::starts_with(format!(
+                    "error for resolved bundle \"{}\" with version \"1.0.1\": ",
+                    catalog.bundle("1.0.1").0
+                )))
+                .bundle(catalog.bundle("1.0.0")),
         )
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
 
     scenario
         .patch_spec(
@@ -437,18 +393,16 @@ async fn unpullable_and_invalid_bundles_keep_the_installed_one() {
             json!({"source": {"catalog": {"version": "1.0.2", "upgradeConstraintPolicy": "SelfCertified"}}}),
         )
         .await;
-    let e = scenario
-        .wait_for(
-            &ext,
-            progressing("True", "Retrying")
-                .until_message(Message::contains("not found in bundle"))
-                .message(Message::exact(format!(
-                    "error for resolved bundle \"{}\" with version \"1.0.2\": cluster service definition references owned custom resource definition 'widgets.{package}.e2e.olm.test' not found in bundle",
-                    catalog.bundle("1.0.2").0
-                ))),
-        )
+    let invalid = format!(
+        "error for resolved bundle \"{}\" with version \"1.0.2\": cluster service definition references owned custom resource definition 'widgets.{package}.e2e.olm.test' not found in bundle",
+        catalog.bundle("1.0.2").0
+    );
+    let refused = RETRYING
+        .until_message(Message::contains("not found in bundle"))
+        .message(Message::exact(invalid));
+    scenario
+        .wait_for(&ext, refused.bundle(catalog.bundle("1.0.0")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     assert!(scenario.configmap_version(&ext).await.is_some());
     scenario.finish().await;
 }
@@ -458,16 +412,9 @@ async fn unpullable_and_invalid_bundles_keep_the_installed_one() {
 #[tokio::test]
 async fn a_catalog_serving_garbage_is_reported_and_the_installed_bundle_stays() {
     let mut scenario = Scenario::start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("garbage").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
 
     // A content server on loopback that answers every request with bytes that are no FBC.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -525,16 +472,18 @@ async fn a_catalog_serving_garbage_is_reported_and_the_installed_bundle_stays() 
             json!({"source": {"catalog": {"selector": {"matchLabels": {CATALOG_NAME_LABEL: garbage}}}}}),
         )
         .await;
-    let e = scenario
+    let unreadable = format!(
+        "error walking catalogs: error getting package \"{}\" from catalog \"{garbage}\": ",
+        catalog.package()
+    );
+    scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").message(Message::starts_with(format!(
-                "error walking catalogs: error getting package \"{}\" from catalog \"{garbage}\": ",
-                catalog.package()
-            ))),
+            RETRYING
+                .message(Message::starts_with(unreadable))
+                .bundle(catalog.bundle("1.0.0")),
         )
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     server.abort();
     let _ = catalogs.delete(&garbage, &DeleteParams::default()).await;
     scenario.finish().await;
@@ -546,40 +495,31 @@ async fn a_catalog_serving_garbage_is_reported_and_the_installed_bundle_stays() 
 #[tokio::test]
 async fn an_invalid_configuration_keeps_the_installed_bundle() {
     let mut scenario = Scenario::start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("badconfig").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns))
-        .await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
     scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
-    scenario
-        .patch_spec(
+        .set_config(
             &ext,
-            json!({"config": inline_config(json!({"deploymentConfig": {"nodeSelector": "not a map"}}))}),
+            json!({"deploymentConfig": {"nodeSelector": "not a map"}}),
         )
         .await;
-    let e = scenario
+    let refused = Message::starts_with(format!(
+        "error for resolved bundle \"{}\" with version \"1.0.0\": {CONFIGURATION_ERROR} ",
+        catalog.bundle("1.0.0").0
+    ))
+    .and(Message::contains("nodeSelector"));
+    scenario
         .wait_for(
             &ext,
-            progressing("False", "InvalidConfiguration").message(
-                Message::starts_with(format!(
-                    "error for resolved bundle \"{}\" with version \"1.0.0\": {INVALID_CONFIGURATION} ",
-                    catalog.bundle("1.0.0").0
-                ))
-                .and(Message::contains("nodeSelector")),
-            ),
+            INVALID_CONFIGURATION
+                .message(refused)
+                .bundle(catalog.bundle("1.0.0")),
         )
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     assert!(scenario.configmap_version(&ext).await.is_some());
     // Removing the configuration reconciles again.
     scenario.patch_spec(&ext, json!({"config": null})).await;
-    scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
-        .await;
+    scenario.wait_for(&ext, DESIRED_STATE).await;
     scenario.finish().await;
 }
