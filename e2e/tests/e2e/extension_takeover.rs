@@ -13,9 +13,7 @@ use std::collections::BTreeMap;
 
 use kube::api::{Api, DynamicObject, GroupVersionKind, PostParams};
 use olm_e2e::operator_controller::BundleSpec;
-use olm_e2e::scenario::{
-    ExtensionSpec, ObjectKey, Package, Scenario, installed_bundle, progressing,
-};
+use olm_e2e::scenario::{DESIRED_STATE, ExtensionSpec, ObjectKey, Package, Scenario};
 use olm_operator_core::release::history::{self, NewRelease};
 use olm_operator_core::release::manifest::manifest_objects;
 use olm_operator_core::release::render::{PostRenderContext, render_release};
@@ -30,9 +28,7 @@ use operator_controller::storage::scopes::discover_scopes;
 async fn an_install_recorded_in_upstreams_format_is_taken_over_without_redeploying() {
     // The extension exists (upstream installed it); no controller of ours runs yet.
     let mut scenario = Scenario::builder().controller_started_later().start().await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let package = catalog.package().to_owned();
     let client = scenario.client.clone();
     let ns = scenario.namespace("takeover").await;
@@ -120,10 +116,9 @@ async fn an_install_recorded_in_upstreams_format_is_taken_over_without_redeployi
 
     // Our controller takes over.
     scenario.start_controller().await;
-    let e = scenario
-        .wait_for(&ext, progressing("True", "Succeeded"))
+    scenario
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.0.0")))
         .await;
-    assert_eq!(installed_bundle(&e), Some(catalog.bundle("1.0.0")));
     before
         .assert_unchanged_at(&["/metadata/uid"], "not redeployed")
         .await;
