@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DeleteParams, PostParams};
-use olm_e2e::scenario::{ExtensionSpec, Package, Scenario, available, installed};
+use olm_e2e::scenario::{AVAILABLE, ExtensionSpec, Package, Scenario};
 
 use crate::support::create_namespace;
 
@@ -71,19 +71,10 @@ async fn operator_controller_works_with_only_the_permissions_its_rbac_manifests_
         .controller_arg("--leader-elect")
         .start()
         .await;
-    let catalog = scenario
-        .publish(Package::new("pkg").versions(&["1.0.0"]))
-        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("rbac-install").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&catalog, &ns))
-        .await;
-    scenario
-        .wait_for(&ext, installed("True", "Succeeded"))
-        .await;
-    scenario
-        .wait_for(&ext, available("True", "ProbesSucceeded"))
-        .await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
+    scenario.wait_for(&ext, AVAILABLE).await;
     scenario.delete_extension(&ext).await;
     let log = scenario.controller().log_tail();
     assert!(!log.contains("forbidden"), "RBAC denial in the log:\n{log}");
