@@ -22,7 +22,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use olm_e2e::operator_controller::BundleSpec;
 use olm_e2e::scenario::{
-    ExtensionSpec, Message, OWNER_NAME_LABEL, Package, Published, Scenario, progressing,
+    DESIRED_STATE, ExtensionSpec, Message, OWNER_NAME_LABEL, Package, Published, RETRYING, Scenario,
 };
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier;
@@ -183,7 +183,7 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
     let installed = scenario
         .wait_for(
             &ext,
-            progressing("True", "Succeeded").message(Message::exact(
+            DESIRED_STATE.message(Message::exact(
                 "Desired state reached\nwebhook certificates are issued by operator-controller's built-in provider (neither cert-manager nor OpenShift service-ca was detected)",
             )),
         )
@@ -391,7 +391,7 @@ async fn a_foreign_secret_of_the_serving_secrets_name_is_a_collision_and_left_al
     scenario
         .wait_for(
             &ext,
-            progressing("True", "Retrying").until_message(Message::contains(format!(
+            RETRYING.until_message(Message::contains(format!(
                 "Secret '{}' already exists in namespace '{ns}' and cannot be managed by operator-controller",
                 serving_secret(&catalog)
             ))),
@@ -412,7 +412,7 @@ async fn a_foreign_secret_of_the_serving_secrets_name_is_a_collision_and_left_al
     scenario
         .wait_for(
             &ext,
-            progressing("True", "Succeeded").message(Message::exact(
+            DESIRED_STATE.message(Message::exact(
                 "Desired state reached\nwebhook certificates are issued by operator-controller's built-in provider",
             )),
         )
