@@ -10,7 +10,7 @@ use olm_api::v1::ConditionType;
 use olm_e2e::operator_controller::CATALOG_NAME_LABEL;
 use olm_e2e::scenario::{
     DESIRED_STATE, Extension, ExtensionSpec, INSTALLED, INVALID_CONFIGURATION, Message, Package,
-    RETRYING, Scenario, message,
+    Published, RETRYING, Scenario, message,
 };
 use serde_json::json;
 
@@ -37,6 +37,41 @@ fn target_namespaces(d: &Deployment) -> Option<String> {
         .as_ref()?
         .get("olm.targetNamespaces")
         .cloned()
+}
+
+/// An OwnNamespace or SingleNamespace bundle installed into `namespace`: refused
+/// (`InvalidConfiguration`) without `watchNamespace` and with a `wrong` one, installed with the
+/// `right` one, which its Deployment then targets.
+struct WatchNamespaceCase<'a> {
+    catalog: &'a Published,
+    namespace: String,
+    /// The message without `watchNamespace`.
+    missing: Message,
+    wrong: &'static str,
+    /// The message with the wrong `watchNamespace`.
+    refused: Message,
+    right: String,
+}
+
+impl WatchNamespaceCase<'_> {
+    async fn refused_until_right(self, scenario: &mut Scenario) {
+        let spec = ExtensionSpec::new(self.catalog, &self.namespace);
+        let ext = scenario.apply_extension(spec).await;
+        let refused = |message| INVALID_CONFIGURATION.message(message);
+        scenario.wait_for(&ext, refused(self.missing)).await;
+        scenario
+            .set_config(&ext, json!({"watchNamespace": self.wrong}))
+            .await;
+        scenario.wait_for(&ext, refused(self.refused)).await;
+        scenario
+            .set_config(&ext, json!({"watchNamespace": self.right}))
+            .await;
+        scenario.wait_for(&ext, INSTALLED).await;
+        let name = format!("{}-controller", self.catalog.package());
+        let d = deployment(scenario, &ext, &name).await;
+        assert_eq!(target_namespaces(&d), Some(self.right));
+        scenario.delete_extension(&ext).await;
+    }
 }
 
 /// update.feature: switching `spec.source.catalog.channels` moves to the other channel's head.
@@ -122,71 +157,40 @@ async fn install_mode_configuration_errors_and_success() {
         .publish(Package::new("all").versions(&["1.0.0"]))
         .await;
 
-    // OwnNamespace.
+    // OwnNamespace: the install namespace only.
     let ns = scenario.namespace("own").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&own, &ns))
-        .await;
-    scenario
-        .wait_for(
-            &ext,
-            INVALID_CONFIGURATION.message(Message::exact(format!(
-                "error for resolved bundle \"{}\" with version \"1.0.0\": {CONFIGURATION_ERROR} required field \"watchNamespace\" is missing",
-                own.bundle("1.0.0").0
-            ))),
-        )
-        .await;
-    scenario
-        .set_config(&ext, json!({"watchNamespace": "some-ns"}))
-        .await;
-    scenario
-        .wait_for(
-            &ext,
-            INVALID_CONFIGURATION.message(Message::contains(format!(
-                "invalid value \"some-ns\": must be \"{ns}\""
-            ))),
-        )
-        .await;
-    scenario
-        .set_config(&ext, json!({"watchNamespace": ns}))
-        .await;
-    scenario.wait_for(&ext, INSTALLED).await;
-    let d = deployment(&scenario, &ext, &format!("{}-controller", own.package())).await;
-    assert_eq!(target_namespaces(&d), Some(ns.clone()));
-    scenario.delete_extension(&ext).await;
+    let missing = format!(
+        "error for resolved bundle \"{}\" with version \"1.0.0\": {CONFIGURATION_ERROR} required field \"watchNamespace\" is missing",
+        own.bundle("1.0.0").0
+    );
+    WatchNamespaceCase {
+        catalog: &own,
+        missing: Message::exact(missing),
+        wrong: "some-ns",
+        refused: Message::contains(format!("invalid value \"some-ns\": must be \"{ns}\"")),
+        right: ns.clone(),
+        namespace: ns,
+    }
+    .refused_until_right(&mut scenario)
+    .await;
 
     // SingleNamespace: watching another namespace.
     let ns = scenario.namespace("single").await;
     let watched = scenario.namespace("watched").await;
-    let ext = scenario
-        .apply_extension(ExtensionSpec::new(&single, &ns))
-        .await;
-    scenario
-        .wait_for(
-            &ext,
-            INVALID_CONFIGURATION.message(Message::ends_with(format!(
-                "{CONFIGURATION_ERROR} required field \"watchNamespace\" is missing"
-            ))),
-        )
-        .await;
-    scenario
-        .set_config(&ext, json!({"watchNamespace": "invalid-namespace-"}))
-        .await;
-    scenario
-        .wait_for(
-            &ext,
-            INVALID_CONFIGURATION.message(Message::contains(format!(
-                "{CONFIGURATION_ERROR} field \"watchNamespace\" must match pattern"
-            ))),
-        )
-        .await;
-    scenario
-        .set_config(&ext, json!({"watchNamespace": watched}))
-        .await;
-    scenario.wait_for(&ext, INSTALLED).await;
-    let d = deployment(&scenario, &ext, &format!("{}-controller", single.package())).await;
-    assert_eq!(target_namespaces(&d), Some(watched.clone()));
-    scenario.delete_extension(&ext).await;
+    WatchNamespaceCase {
+        catalog: &single,
+        namespace: ns,
+        missing: Message::ends_with(format!(
+            "{CONFIGURATION_ERROR} required field \"watchNamespace\" is missing"
+        )),
+        wrong: "invalid-namespace-",
+        refused: Message::contains(format!(
+            "{CONFIGURATION_ERROR} field \"watchNamespace\" must match pattern"
+        )),
+        right: watched,
+    }
+    .refused_until_right(&mut scenario)
+    .await;
 
     // AllNamespaces only: watchNamespace is unknown; deploymentConfig reaches the Deployment.
     let ns = scenario.namespace("all").await;
