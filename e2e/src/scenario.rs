@@ -1339,6 +1339,20 @@ impl ObjectKey {
         }
     }
 
+    /// The key of an object read from the API server (which names its apiVersion and kind).
+    pub fn of(object: &DynamicObject) -> ObjectKey {
+        let types = object
+            .types
+            .as_ref()
+            .unwrap_or_else(|| panic!("{:?} has no apiVersion and kind", object.metadata.name));
+        ObjectKey {
+            api_version: types.api_version.clone(),
+            kind: types.kind.clone(),
+            namespace: object.metadata.namespace.clone(),
+            name: object.name_any(),
+        }
+    }
+
     pub fn cluster_scoped(api_version: &str, kind: &str, name: &str) -> ObjectKey {
         ObjectKey {
             api_version: api_version.to_owned(),
