@@ -47,7 +47,6 @@ use olm_api::v1::{ClusterExtension, ConditionType, find_condition};
 use serde_json::{Value, json};
 
 use crate::TestEnv;
-use crate::eventually::eventually_explained;
 use crate::images::push_catalog;
 use crate::operator_controller::{
     BundleSpec, CATALOG_NAME_LABEL, Catalogs, INSTANCE_LABEL, OperatorController, Options,
@@ -236,21 +235,17 @@ impl Scenario {
         }
     }
 
-    /// Polls `check` until it yields a value; a failure quotes the controller's log tail.
+    /// Polls `check` until it yields a value; a failure quotes the controller's log tail (or
+    /// catalogd's while no controller runs).
     pub async fn eventually<T, F, Fut>(&self, what: &str, check: F) -> T
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Option<T>>,
     {
-        eventually_explained(
-            what,
-            || match &self.controller {
-                Some(c) => format!("operator-controller log:\n{}", c.log_tail()),
-                None => format!("catalogd log:\n{}", self.catalogs.catalogd.log_tail()),
-            },
-            check,
-        )
-        .await
+        match &self.controller {
+            Some(controller) => controller.eventually(what, check).await,
+            None => self.catalogs.catalogd.eventually(what, check).await,
+        }
     }
 
     /// Creates a namespace `prefix-<random>`, deleted by [`Scenario::finish`].
