@@ -75,6 +75,8 @@ pub enum Tier {
 /// Failure to start or use the control plane.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlPlaneError {
+    #[error("failed to restart kube-apiserver: {0}")]
+    Restart(String),
     #[error(transparent)]
     Assets(#[from] AssetsError),
     #[error("failed to create the scratch directory: {0}")]
@@ -224,6 +226,7 @@ impl Builder {
                 server_url,
                 pki,
                 tier: self.tier,
+                restarted: std::sync::Mutex::new(Vec::new()),
             }),
             Err(e) => {
                 for p in processes.iter_mut().rev() {
@@ -273,6 +276,7 @@ impl Builder {
             &pki.service_account_public_pem,
             false,
         )?;
+        write_file(&layout.audit_policy(), flags::AUDIT_POLICY, false)?;
         lap("certificates");
 
         let etcd_port = self.start_etcd(layout, &bins.etcd, processes).await?;
@@ -468,6 +472,13 @@ pub struct ControlPlane {
     server_url: String,
     pki: Pki,
     tier: Tier,
+    /// Components started again by [`ControlPlane::restart_apiserver`].
+    restarted: std::sync::Mutex<Vec<Supervised>>,
+}
+
+/// A line on the test's standard error (the harness has no logger of its own).
+fn tracing_free_note(note: &str) {
+    eprintln!("olm-e2e: {note}");
 }
 
 /// One running component, for diagnostics and tests.
@@ -524,6 +535,12 @@ impl ControlPlane {
     }
 
     /// Where the components' logs are (`NAME.log`).
+    /// The API server's audit log: one JSON object per mutating request
+    /// ([`flags::AUDIT_POLICY`]).
+    pub fn audit_log_path(&self) -> PathBuf {
+        self.layout.audit_log()
+    }
+
     pub fn log_dir(&self) -> PathBuf {
         self.layout.logs()
     }
@@ -561,6 +578,98 @@ impl ControlPlane {
             .collect()
     }
 
+    /// Kills kube-apiserver (SIGKILL) and starts it again with the same command line, port and
+    /// etcd; returns once it reports `/readyz` again. What clients see is an API server
+    /// restart: connections drop, watches end and must be re-established.
+    pub async fn restart_apiserver(&self) -> Result<(), ControlPlaneError> {
+        let restarted = |what: String| ControlPlaneError::Restart(what);
+        let pid = {
+            let again = self.restarted.lock().unwrap_or_else(|p| p.into_inner());
+            again
+                .iter()
+                .rev()
+                .chain(self.processes.iter())
+                .find(|p| p.name() == "kube-apiserver")
+                .and_then(|p| p.pid())
+                .ok_or_else(|| restarted("no kube-apiserver process".into()))?
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map_err(|e| restarted(format!("read the command line of {pid}: {e}")))?;
+        let mut argv = cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned());
+        let program = argv
+            .next()
+            .ok_or_else(|| restarted("an empty command line".into()))?;
+        let args: Vec<String> = argv.collect();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32)
+                .ok_or_else(|| restarted(format!("pid {pid}")))?,
+            rustix::process::Signal::KILL,
+        )
+        .map_err(|e| restarted(format!("kill {pid}: {e}")))?;
+        // The port is free once the old process is gone: nothing accepts connections on it.
+        let port = args
+            .iter()
+            .find_map(|a| a.strip_prefix("--secure-port="))
+            .and_then(|p| p.parse::<u16>().ok())
+            .ok_or_else(|| restarted("no --secure-port in its command line".into()))?;
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let freed = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+            if Instant::now() >= freed {
+                return Err(restarted(format!("port {port} still accepts connections")));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let spec = Spec::new("kube-apiserver", program, &self.layout.logs()).args(args);
+        // A listener socket of the killed process may linger a moment: start again while the
+        // new process fails to bind.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let mut process = Supervised::start(spec.clone())?;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            match process.try_exit_status() {
+                Some(status) if attempts < 20 => {
+                    tracing_free_note(&format!(
+                        "kube-apiserver exited at restart ({status}); again"
+                    ));
+                }
+                Some(status) => {
+                    return Err(restarted(format!(
+                        "kube-apiserver exited at restart: {status}"
+                    )));
+                }
+                None => {
+                    self.restarted
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(process);
+                    break;
+                }
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Ok(client) = self.try_client().await {
+                let request = http::Request::get("/readyz")
+                    .body(Vec::new())
+                    .map_err(|e| restarted(e.to_string()))?;
+                if client.request_text(request).await.is_ok() {
+                    return Ok(());
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(restarted(
+                    "kube-apiserver did not report /readyz again".into(),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// A new admin client. Each call builds its own connection pool, so clients made in one test's
     /// runtime are never reused by another.
     pub async fn try_client(&self) -> Result<kube::Client, ControlPlaneError> {
@@ -583,6 +692,23 @@ impl ControlPlane {
     pub fn kubeconfig_for(&self, credential: &Credential) -> Result<String, ControlPlaneError> {
         kubeconfig::render(CONTEXT, &self.server_url, &self.pki.ca.cert_pem, credential)
             .map_err(ControlPlaneError::Kubeconfig)
+    }
+
+    /// A kubeconfig file for a client-certificate user `user` in `group` (e.g. `system:masters`
+    /// for a cluster admin the audit log names apart from `admin`).
+    pub fn write_user_kubeconfig(
+        &self,
+        user: &str,
+        group: Option<&str>,
+    ) -> Result<PathBuf, ControlPlaneError> {
+        let pair = self.pki.client_certificate(user, group)?;
+        self.write_kubeconfig(
+            &format!("kubeconfig-{user}"),
+            &Credential::ClientCertificate {
+                cert_pem: pair.cert_pem,
+                key_pem: pair.key_pem,
+            },
+        )
     }
 
     /// Writes [`ControlPlane::kubeconfig_for`] to `FILE_NAME` in the scratch directory.

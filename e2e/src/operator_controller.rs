@@ -44,6 +44,8 @@ pub struct Options<'a> {
     /// `--openshift=false`: the test plane serves the OpenShift config APIs, and only the tests
     /// that are about OpenShift gating may write the `olm` ClusterOperator.
     pub args: Vec<String>,
+    /// Further environment variables of the process.
+    pub env: Vec<(String, String)>,
 }
 
 impl<'a> Options<'a> {
@@ -55,6 +57,7 @@ impl<'a> Options<'a> {
             kubeconfig: None,
             cache: None,
             args: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -123,6 +126,7 @@ impl OperatorController {
                 "RUST_LOG",
                 "info,operator_controller=debug,kube_runtime=debug",
             );
+        let spec = opts.env.iter().fold(spec, |spec, (k, v)| spec.env(k, v));
         let process = Supervised::start(spec).unwrap_or_else(|e| panic!("{e}"));
         let controller = OperatorController {
             process,
@@ -151,6 +155,16 @@ impl OperatorController {
     /// The whole log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.process.log_path()).unwrap_or_default()
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
+    /// The process's exit status once it has exited on its own.
+    pub fn try_exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.process.try_exit_status()
     }
 
     /// Stops the process (SIGTERM, then SIGKILL after `grace`).

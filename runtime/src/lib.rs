@@ -28,3 +28,4 @@ pub mod pull_secret;
 pub mod server;
 pub mod shutdown;
 pub mod status;
+pub mod supervise;

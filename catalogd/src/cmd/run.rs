@@ -163,6 +163,9 @@ impl RunOptions {
 pub enum RunError {
     #[error(transparent)]
     Client(#[from] olm_runtime::client::ClientError),
+    /// The controller task panicked or ended before shutdown.
+    #[error(transparent)]
+    ControllerEnded(olm_runtime::supervise::TaskEnded),
     #[error("failed to prepare the cache directory: {0}")]
     Storage(#[from] crate::storage::StorageError),
     #[error("failed to read registry CA certificates: {0}")]
@@ -325,12 +328,19 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
                 tracing::debug!(error = %e, "controller event");
             }
         });
-    let controller = tokio::spawn(controller);
+    let mut controller = tokio::spawn(controller);
 
-    shutdown.cancelled().await;
+    let ended =
+        olm_runtime::supervise::until_shutdown("controller", &mut controller, &shutdown).await;
+    if let Err(e) = &ended {
+        tracing::error!(error = %e, "stopping: the controller is not running");
+        stop_work.cancel();
+    }
     tracing::info!("shutting down");
     ready.store(false, Ordering::Release);
-    let _ = controller.await;
+    if ended.is_ok() {
+        let _ = controller.await;
+    }
     for task in background {
         let _ = task.await;
     }
@@ -341,5 +351,5 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             tracing::warn!(error = %e, "server stopped with an error");
         }
     }
-    Ok(())
+    ended.map_err(RunError::ControllerEnded)
 }

@@ -64,12 +64,45 @@ fn name(common_name: &str, organization: Option<&str>) -> DistinguishedName {
     dn
 }
 
+/// The CA's common name.
+const CA_NAME: &str = "olm-e2e-ca";
+
 impl Pki {
+    /// A client certificate for `user` in `group`, signed by this PKI's CA: another identity
+    /// the API server authenticates (tests tell replicas apart in the audit log by it).
+    pub fn client_certificate(
+        &self,
+        user: &str,
+        group: Option<&str>,
+    ) -> Result<CertPair, CertError> {
+        let ca_key = KeyPair::from_pem(&self.ca.key_pem).map_err(context("CA key"))?;
+        let mut ca_params = CertificateParams::default();
+        ca_params.distinguished_name = name(CA_NAME, None);
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let issuer = Issuer::new(ca_params, ca_key);
+        let key = KeyPair::generate().map_err(context("client key"))?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = name(user, group);
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.use_authority_key_identifier_extension = true;
+        let cert = params
+            .signed_by(&key, &issuer)
+            .map_err(context("client certificate"))?;
+        Ok(CertPair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
     /// Generates a fresh CA and the certificates it signs (ECDSA P-256 keys).
     pub fn generate() -> Result<Pki, CertError> {
         let ca_key = KeyPair::generate().map_err(context("CA key"))?;
         let mut ca_params = CertificateParams::default();
-        ca_params.distinguished_name = name("olm-e2e-ca", None);
+        ca_params.distinguished_name = name(CA_NAME, None);
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca_params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,

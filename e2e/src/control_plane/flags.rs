@@ -92,6 +92,14 @@ impl Layout {
     pub fn logs(&self) -> PathBuf {
         self.root.join("logs")
     }
+    /// The API server's audit policy: every mutating request, at metadata level.
+    pub fn audit_policy(&self) -> PathBuf {
+        self.root.join("audit-policy.yaml")
+    }
+    /// The API server's audit log (JSON lines), which tests read to prove who wrote what.
+    pub fn audit_log(&self) -> PathBuf {
+        self.logs().join("audit.log")
+    }
 }
 
 fn p(path: PathBuf) -> String {
@@ -116,8 +124,12 @@ pub fn etcd(layout: &Layout, client_port: u16, peer_port: u16) -> Vec<String> {
     ]
 }
 
+/// The audit policy: mutating requests at `Metadata` level (who, what, when), nothing else, so
+/// tests can count and attribute writes.
+pub const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n- level: None\n";
+
 /// kube-apiserver with client-certificate authentication, RBAC, and service-account tokens
-/// (so the TokenRequest API works).
+/// (so the TokenRequest API works), auditing every mutating request ([`AUDIT_POLICY`]).
 ///
 /// Admission plugins turned off, and why:
 /// - `TaintNodesByCondition` always: it taints every new Node `not-ready`, and only the
@@ -157,6 +169,10 @@ pub fn apiserver(
         "--endpoint-reconciler-type=none".into(),
         "--enable-priority-and-fairness=false".into(),
         "--profiling=false".into(),
+        format!("--audit-policy-file={}", p(layout.audit_policy())),
+        format!("--audit-log-path={}", p(layout.audit_log())),
+        "--audit-log-format=json".into(),
+        "--audit-log-mode=blocking".into(),
     ];
     args.push(if with_controllers {
         "--disable-admission-plugins=TaintNodesByCondition".into()

@@ -281,11 +281,14 @@ async fn user_managed_fields_survive_drift_repair() {
     scenario.finish().await;
 }
 
-/// Issue 11 item 6: `spec.serviceAccount` without RBAC is reported (every missing permission
-/// in one message, Retrying) and installs once it is granted.
+/// Issue 11 item 6: with `--honor-service-account`, `spec.serviceAccount` without RBAC is
+/// reported (every missing permission in one message, Retrying) and installs once it is granted.
 #[tokio::test]
 async fn a_service_account_without_rbac_is_reported_then_installs() {
-    let mut scenario = Scenario::start().await;
+    let mut scenario = Scenario::builder()
+        .controller_arg("--honor-service-account")
+        .start()
+        .await;
     let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
     let ns = scenario.namespace("sa").await;
     let sas: Api<ServiceAccount> = Api::namespaced(scenario.client.clone(), &ns);

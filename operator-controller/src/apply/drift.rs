@@ -13,7 +13,8 @@
 //! | event | reported |
 //! |---|---|
 //! | object deleted | yes, `Deleted` |
-//! | object changed (resourceVersion differs from the last one seen) | yes, `Modified` |
+//! | object changed in a way an apply restores ([`metadata_fingerprint`] differs from the last one seen) | yes, `Modified` |
+//! | only its status changed (same fingerprint, new resourceVersion) | no (availability has its own watch) |
 //! | object created, or seen for the first time | no (our own apply creates it) |
 //! | `owner-name` label removed or changed | `Modified` to the previous owner (and the new one) |
 //! | `owner-kind` label removed (the object leaves the selector) | `Deleted` (the API server reports it so) |
@@ -176,6 +177,15 @@ struct Seen {
     fingerprint: u64,
 }
 
+impl Seen {
+    /// A change an apply would restore, or a change of owner. A new resourceVersion alone (a
+    /// controller's status write) is none: the Deployment watch of `controller::availability`
+    /// reports what status changes mean.
+    fn differs_from(&self, other: &Seen) -> bool {
+        self.owner != other.owner || self.fingerprint != other.fingerprint
+    }
+}
+
 type ObjectName = (Option<String>, String);
 type Known = Arc<Mutex<HashMap<ObjectName, Seen>>>;
 
@@ -283,7 +293,7 @@ impl Tracker {
                 for (name, old) in known.iter() {
                     match fresh.get(name) {
                         None => out.push(self.report(name, &old.owner, DriftChange::Deleted)),
-                        Some(new) if new != old => {
+                        Some(new) if new.differs_from(old) => {
                             if new.owner != old.owner {
                                 out.push(self.report(name, &old.owner, DriftChange::Modified));
                             }
@@ -305,7 +315,7 @@ impl Tracker {
                 };
                 let now = known.get(&name);
                 if let Some(old) = old
-                    && now != Some(&old)
+                    && now.is_none_or(|now| now.differs_from(&old))
                 {
                     // Changed, lost its owner label, or moved to another owner: the old owner
                     // re-applies (restoring its label), a new owner hears of it too.
@@ -430,6 +440,30 @@ mod tests {
         );
         let (events, _) = t.observe(Event::Delete(meta("a", Some("ext"), "3")));
         assert_eq!(events[0].object.to_string(), "ConfigMap \"ns/a\"");
+    }
+
+    #[test]
+    fn a_status_write_reports_nothing_and_a_spec_change_reports_the_owner() {
+        let mut t = Tracker::new(kind());
+        let with_generation = |rv: &str, generation: i64| {
+            let mut m = meta("d", Some("ext"), rv);
+            m.metadata.generation = Some(generation);
+            m
+        };
+        listed(&mut t, vec![with_generation("1", 1)]);
+        assert!(
+            t.observe(Event::Apply(with_generation("2", 1)))
+                .0
+                .is_empty(),
+            "status only: same generation, new resourceVersion"
+        );
+        assert_eq!(
+            summary(&t.observe(Event::Apply(with_generation("3", 2))).0),
+            ["ext d Modified"]
+        );
+        let mut events = listed(&mut t, vec![with_generation("9", 2)]);
+        events.sort();
+        assert!(events.is_empty(), "a re-list with only status changes");
     }
 
     #[test]

@@ -41,10 +41,85 @@ const READ_CONCURRENCY: usize = 8;
 const MAX_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Applier {
+    /// Every check an apply makes before its first write, then a server-side dry run of every
+    /// object whose kind is served now (an object whose kind a CRD of the set defines, before
+    /// that CRD exists, cannot be dry-run and is checked by the apply itself). Writes nothing:
+    /// the controller calls it before recording a release, so that a refused attempt leaves no
+    /// record and no trace on any object.
+    pub async fn check(&self, request: &ApplyRequest<'_>) -> Result<(), ApplyError> {
+        let prepared = self.prepare(request).await?;
+        // Namespaces the set itself creates and that do not exist yet: nothing can be dry-run
+        // into them.
+        let created_namespaces: BTreeSet<&str> = prepared
+            .plan
+            .steps
+            .iter()
+            .zip(&prepared.live)
+            .filter(|(step, live)| step.object.kind == "Namespace" && live.is_none())
+            .map(|(step, _)| step.object.name.as_str())
+            .collect();
+        for step in &prepared.plan.steps {
+            if step
+                .object
+                .namespace
+                .as_deref()
+                .is_some_and(|ns| created_namespaces.contains(ns))
+            {
+                continue;
+            }
+            if step.needs_established_crd.is_some() && !self.served_now(&step.resource).await {
+                continue;
+            }
+            self.dry_run_apply(&prepared.client, step).await?;
+        }
+        Ok(())
+    }
+
     /// Makes the cluster match `request.desired` (see the module documentation above for the
     /// steps). On error nothing after the failing step was done; on a collision, a missing
     /// namespace or missing permissions, nothing was written at all.
     pub async fn apply(&self, request: &ApplyRequest<'_>) -> Result<ApplyOutcome, ApplyError> {
+        let owner = request.owner;
+        let install_namespace = request.install_namespace;
+        let Prepared { plan, live, client } = self.prepare(request).await?;
+
+        let mut outcome = ApplyOutcome::default();
+        let mut crds_to_establish = Vec::new();
+        for (index, (step, live)) in plan.steps.iter().zip(&live).enumerate() {
+            let live_meta = live.as_ref().map(|o| &o.metadata);
+            let took_over = self.take_over_fields(&client, step, live_meta).await?;
+            let applied = self.server_side_apply(&client, step).await?;
+            let changed = took_over
+                || live
+                    .as_ref()
+                    .is_none_or(|before| desired_state(before) != desired_state(&applied));
+            outcome.applied.push(AppliedObject {
+                object: step.object.clone(),
+                resource: step.resource.clone(),
+                fingerprint: metadata_fingerprint(&applied.metadata),
+                resource_version: applied.metadata.resource_version.unwrap_or_default(),
+                changed,
+            });
+            if step.crd.is_some() {
+                crds_to_establish.push(step.object.name.clone());
+                let next_is_crd = plan.steps.get(index + 1).is_some_and(|s| s.crd.is_some());
+                if !next_is_crd {
+                    self.wait_established(&client, &crds_to_establish).await?;
+                }
+            }
+        }
+
+        let (pruned, kept) = self
+            .prune(&client, owner, install_namespace, &plan.prune)
+            .await?;
+        outcome.pruned = pruned;
+        outcome.kept = kept;
+        Ok(outcome)
+    }
+
+    /// Steps 1–6 of an apply (module documentation): the plan, the namespaces, the
+    /// ServiceAccount and its permissions, the live objects and the collision check.
+    async fn prepare(&self, request: &ApplyRequest<'_>) -> Result<Prepared, ApplyError> {
         let owner = request.owner;
         let install_namespace = request.install_namespace;
         let set = DesiredSet::parse(request.desired).map_err(PlanError::from)?;
@@ -81,39 +156,38 @@ impl Applier {
         if !collisions.is_empty() {
             return Err(ApplyError::Collisions(collisions));
         }
+        Ok(Prepared { plan, live, client })
+    }
 
-        let mut outcome = ApplyOutcome::default();
-        let mut crds_to_establish = Vec::new();
-        for (index, (step, live)) in plan.steps.iter().zip(&live).enumerate() {
-            let live_meta = live.as_ref().map(|o| &o.metadata);
-            let took_over = self.take_over_fields(&client, step, live_meta).await?;
-            let applied = self.server_side_apply(&client, step).await?;
-            let changed = took_over
-                || live
-                    .as_ref()
-                    .is_none_or(|before| desired_state(before) != desired_state(&applied));
-            outcome.applied.push(AppliedObject {
-                object: step.object.clone(),
-                resource: step.resource.clone(),
-                fingerprint: metadata_fingerprint(&applied.metadata),
-                resource_version: applied.metadata.resource_version.unwrap_or_default(),
-                changed,
-            });
-            if step.crd.is_some() {
-                crds_to_establish.push(step.object.name.clone());
-                let next_is_crd = plan.steps.get(index + 1).is_some_and(|s| s.crd.is_some());
-                if !next_is_crd {
-                    self.wait_established(&client, &crds_to_establish).await?;
-                }
+    /// Whether the API server serves `resource` now (a kind a CRD of the set defines is not
+    /// served before that CRD exists).
+    async fn served_now(&self, resource: &ResourceInfo) -> bool {
+        matches!(
+            self.discovery.resolve(&BTreeSet::from([resource.gvk.clone()])).await,
+            Ok(served) if served.contains_key(&resource.gvk)
+        )
+    }
+
+    /// A server-side apply of one object with `dryRun=All`: admission, validation and
+    /// conflicts are checked, nothing is stored.
+    async fn dry_run_apply(&self, client: &Client, step: &ApplyStep) -> Result<(), ApplyError> {
+        let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
+        let mut params = PatchParams::apply(FIELD_MANAGER).force();
+        params.dry_run = true;
+        match bounded(
+            self.config.call_timeout,
+            api.patch(&step.object.name, &params, &Patch::Apply(&step.body)),
+        )
+        .await
+        {
+            Ok(_) => Ok(()),
+            // The set's CRD went away since discovery was cached: the apply creates it first.
+            Err(e) if e.is_not_found() && step.needs_established_crd.is_some() => {
+                self.discovery.forget(&step.resource.gvk);
+                Ok(())
             }
+            Err(e) => Err(ApplyError::api(format!("dry-run apply {}", step.object))(e)),
         }
-
-        let (pruned, kept) = self
-            .prune(&client, owner, install_namespace, &plan.prune)
-            .await?;
-        outcome.pruned = pruned;
-        outcome.kept = kept;
-        Ok(outcome)
     }
 
     /// CustomResourceDefinitions carrying this extension's owner labels (read as the
@@ -500,4 +574,12 @@ fn desired_state(object: &DynamicObject) -> (ObjectMeta, serde_json::Value) {
         map.remove("status");
     }
     (metadata, data)
+}
+
+/// What the checks before an apply found: the plan, every step's live object (in step
+/// order) and the client of the request's identity.
+struct Prepared {
+    plan: olm_operator_core::apply_plan::plan::ApplyPlan,
+    live: Vec<Option<DynamicObject>>,
+    client: Client,
 }

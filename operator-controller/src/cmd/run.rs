@@ -43,9 +43,9 @@ use crate::apply::{Applier, DriftWatches};
 use crate::bundle_source::bundle_image_limits;
 use crate::catalog_source::http::{CatalogdClient, ClientOptions};
 use crate::cmd::render::CertProviderArg;
-use crate::controller::catalogs;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::{Context, Settings, error_policy, reconcile, reconcile_trigger};
+use crate::controller::{availability, catalogs};
 use crate::gating;
 use crate::webhook_certs;
 use olm_operator_core::render::CertProvider;
@@ -109,6 +109,12 @@ pub struct Args {
     /// violates the new schema (a warning goes into the status).
     #[arg(long)]
     pub crd_upgrade_safety_data_aware: bool,
+    /// Apply each extension's objects as its `spec.serviceAccount` (impersonation), reporting
+    /// every missing permission in one message. Off by default: upstream v1.11 ignores the
+    /// deprecated field and applies as the controller, and so does this controller without the
+    /// flag.
+    #[arg(long)]
+    pub honor_service_account: bool,
     /// How many ClusterExtensions are reconciled at once (controller-runtime's
     /// MaxConcurrentReconciles). Bounds the API requests and memory in flight when many
     /// extensions change together.
@@ -148,6 +154,7 @@ pub struct RunOptions {
     /// Validity of the built-in provider's certificates (`None`: 730 days).
     pub builtin_cert_validity: Option<Duration>,
     pub data_aware_crd_upgrade_safety: bool,
+    pub honor_service_account: bool,
     pub call_timeout: Duration,
     /// Reconciles running at once.
     pub max_concurrent_reconciles: u16,
@@ -179,6 +186,7 @@ impl RunOptions {
             cert_provider: args.cert_provider.map(Into::into),
             builtin_cert_validity: args.builtin_cert_validity,
             data_aware_crd_upgrade_safety: args.crd_upgrade_safety_data_aware,
+            honor_service_account: args.honor_service_account,
             call_timeout: args.api_call_timeout,
             max_concurrent_reconciles: args.max_concurrent_reconciles,
             limits: args.limits,
@@ -192,6 +200,9 @@ impl RunOptions {
 pub enum RunError {
     #[error(transparent)]
     Client(#[from] olm_runtime::client::ClientError),
+    /// The controller task panicked or ended before shutdown.
+    #[error(transparent)]
+    ControllerEnded(olm_runtime::supervise::TaskEnded),
     #[error("failed to read CA certificates from {path}: {source}")]
     Cas {
         path: PathBuf,
@@ -314,12 +325,19 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     };
 
     let (drift, mut drift_events) = DriftWatches::new(client.clone(), 1024);
+    let (availability_changes, availability_changes_rx) = mpsc::channel(1024);
+    let deployment_watch = availability::DeploymentWatch::start(
+        client.clone(),
+        availability_changes,
+        stop_work.clone(),
+    );
     let (catalog_cache, catalog_cache_writer) = reflector::store();
     let settings = Settings {
         system_namespace: opts.system_namespace.clone(),
         cert_provider,
         cert_provider_detected,
         data_aware_crd_upgrade_safety: opts.data_aware_crd_upgrade_safety,
+        honor_service_account: opts.honor_service_account,
         call_timeout: opts.call_timeout,
     };
     let ctx = Arc::new(
@@ -335,6 +353,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         )
         .with_cluster_versions(versions.clone())
         .with_catalog_cache(catalog_cache)
+        .with_deployment_watch(deployment_watch.clone())
         .with_builtin_certs(webhook_certs::BuiltinCerts::new(
             client.clone(),
             cert_policy,
@@ -404,6 +423,18 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             }
         }));
     }
+    background.push(tokio::spawn(availability::publish(
+        availability::Publisher {
+            client: client.clone(),
+            extensions: store.clone(),
+            watch: deployment_watch,
+            deployed: ctx.deployed.clone(),
+            leader: leadership.receiver(),
+            requeue: requeue.clone(),
+        },
+        availability_changes_rx,
+        stop_work.clone(),
+    )));
     background.push(tokio::spawn(catalogs::watch(
         client.clone(),
         catalogd,
@@ -454,13 +485,20 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
                 tracing::debug!(error = %e, "controller event");
             }
         });
-    let controller = tokio::spawn(controller);
+    let mut controller = tokio::spawn(controller);
     ready.store(true, Ordering::Release);
 
-    shutdown.cancelled().await;
+    let ended =
+        olm_runtime::supervise::until_shutdown("controller", &mut controller, &shutdown).await;
+    if let Err(e) = &ended {
+        tracing::error!(error = %e, "stopping: the controller is not running");
+        stop_work.cancel();
+    }
     tracing::info!("shutting down");
     ready.store(false, Ordering::Release);
-    let _ = controller.await;
+    if ended.is_ok() {
+        let _ = controller.await;
+    }
     for task in background {
         let _ = task.await;
     }
@@ -471,5 +509,5 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             tracing::warn!(error = %e, "server stopped with an error");
         }
     }
-    Ok(())
+    ended.map_err(RunError::ControllerEnded)
 }

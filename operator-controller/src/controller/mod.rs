@@ -27,6 +27,7 @@
 //! upstream itself relies on garbage collection through ownerReferences, which our objects carry
 //! as well.
 
+pub mod availability;
 pub mod catalogs;
 pub mod error;
 pub mod last_apply;

@@ -41,14 +41,15 @@ use olm_api::v1::{
     ConditionStatus, ConditionType, find_condition,
 };
 use olm_image::Puller;
-use olm_operator_core::apply_plan::{Identity, ObjectRef, Owner};
+use olm_operator_core::apply_plan::{Availability, Identity, ObjectRef, Owner};
 use olm_operator_core::bundle;
 use olm_operator_core::gating::{
     ClusterMinor, ExtensionMetadata, InstalledExtension, Lifting, Verdict, check_extension,
     extension_condition, lifting_versions_fetched, put_extension_condition,
 };
-use olm_operator_core::release::history::{self, ReleaseState};
+use olm_operator_core::release::history;
 use olm_operator_core::release::manifest::manifest_objects;
+use olm_operator_core::release::plan::{self as release_plan, RecordChange, ReleaseAction};
 use olm_operator_core::release::render::{ChartObject, PostRenderContext, render_release};
 use olm_operator_core::release::secrets::cluster_extension_owner_reference;
 use olm_operator_core::release::{Release, Status as ReleaseStatus};
@@ -65,6 +66,7 @@ use olm_runtime::status::StatusWriter;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::availability::{DeployedDeployments, DeploymentWatch, deployments_of};
 use super::catalogs::{self, catalog_info};
 use super::error::{
     BundleFailure, BundleStepError, CatalogListError, InstalledStateError, PublishError,
@@ -77,23 +79,25 @@ use crate::apply::{Applier, ApplyRequest, DriftWatches, UninstallRequest};
 use crate::bundle_source::{ReadLimits, pull_bundle};
 use crate::catalog_source::http::CatalogdClient;
 use crate::gating::ClusterVersionCache;
-use crate::storage::{ReleaseStore, scopes::discover_scopes};
+use crate::storage::{ReleaseStore, Written, scopes::discover_scopes};
 use crate::webhook_certs::BuiltinCerts;
 
 pub use super::error::ReconcileError;
 
+mod bundle_step;
+mod cluster_upgradeable;
+mod installed_state;
+mod uninstall;
+
+use bundle_step::pull_and_render;
+pub use bundle_step::{bundle_manifests, chart_objects};
+use cluster_upgradeable::cluster_upgradeable;
+use installed_state::{available, record_changes, release_deployments};
+use uninstall::finalize;
+
 /// Retryable failures back off from 1 s, doubling, to at most 5 minutes (with jitter).
 const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 const BACKOFF_CAP: Duration = Duration::from_secs(300);
-/// While the Deployments are not yet available and their watch had not listed them when the
-/// availability was read, look again after this long: a status change that lands before the
-/// watch's first list is not reported as a change.
-const AVAILABILITY_RECHECK_UNWATCHED: Duration = Duration::from_secs(5);
-/// While the Deployments are not yet available but watched, their status changes arrive through
-/// the drift watch (a metadata watch sees every resourceVersion); this long re-check is only the
-/// safety net for a watch gap. A short period here made 1,000 extensions whose Deployments
-/// cannot be scheduled cost a full reconcile each every 30 s (docs/PERFORMANCE.md).
-const AVAILABILITY_RECHECK_WATCHED: Duration = Duration::from_secs(600);
 
 /// Settings of the controller that do not change while it runs.
 #[derive(Clone, Debug)]
@@ -105,6 +109,9 @@ pub struct Settings {
     pub cert_provider_detected: bool,
     /// Run the data-aware step of the CRD upgrade-safety preflight (issue 17).
     pub data_aware_crd_upgrade_safety: bool,
+    /// Apply as `spec.serviceAccount` (`--honor-service-account`); otherwise the field is
+    /// ignored, as upstream v1.11 ignores it.
+    pub honor_service_account: bool,
     /// Bound of single API calls made by the reconcile itself.
     pub call_timeout: Duration,
 }
@@ -135,6 +142,10 @@ pub struct Context {
     /// warning stays in the status as long as the release it describes is installed (until a
     /// restart).
     preflight_notes: std::sync::Mutex<BTreeMap<String, (i64, Vec<String>)>>,
+    /// The Deployments extensions own, for `Available` (`None`: read with a GET each time).
+    deployment_watch: Option<DeploymentWatch>,
+    /// The Deployments of each extension's deployed release.
+    pub deployed: DeployedDeployments,
 }
 
 impl Context {
@@ -167,12 +178,20 @@ impl Context {
             last_applies: LastApplies::default(),
             catalog_cache: None,
             preflight_notes: Default::default(),
+            deployment_watch: None,
+            deployed: DeployedDeployments::default(),
         }
     }
 
     /// The built-in webhook certificate provider.
     pub fn with_builtin_certs(mut self, certs: BuiltinCerts) -> Context {
         self.builtin_certs = Some(certs);
+        self
+    }
+
+    /// Reads the Deployments' availability from the Deployment watch.
+    pub fn with_deployment_watch(mut self, watch: DeploymentWatch) -> Context {
+        self.deployment_watch = Some(watch);
         self
     }
 
@@ -239,8 +258,24 @@ pub async fn reconcile(
         // A change of leadership re-examines every extension.
         return Ok(Action::await_change());
     }
+    if test_fault_panics_on(&extension.name_any()) {
+        panic!(
+            "test fault: reconcile of ClusterExtension \"{}\" panics ({PANIC_ON_EXTENSION_ENV})",
+            extension.name_any()
+        );
+    }
     let started = Instant::now();
-    let result = reconcile_extension(&extension, &ctx).await;
+    // Every write of a reconcile is the leader's: when this replica stops leading, the reconcile
+    // in progress is dropped at its next await, so none of its later writes is sent.
+    let mut leader = ctx.leader.clone();
+    let result = tokio::select! {
+        biased;
+        _ = leader.wait_for(|leading| !*leading) => {
+            tracing::warn!(extension = %extension.name_any(), "leadership lost; the reconcile in progress is abandoned");
+            return Ok(Action::await_change());
+        }
+        result = reconcile_extension(&extension, &ctx) => result,
+    };
     let label = match &result {
         Ok(_) => "success",
         Err(e) if e.is_terminal() => "terminal",
@@ -252,6 +287,22 @@ pub async fn reconcile(
         ctx.backoff.reset(&extension.name_any());
     }
     result
+}
+
+/// Test-only fault hook: `OPERATOR_CONTROLLER_TEST_PANIC_ON_EXTENSION=<name>` makes the reconcile
+/// of that extension panic, so that tests can prove a panicked controller ends the process.
+pub const PANIC_ON_EXTENSION_ENV: &str = "OPERATOR_CONTROLLER_TEST_PANIC_ON_EXTENSION";
+
+fn test_fault_panics_on(extension: &str) -> bool {
+    static TARGET: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    TARGET
+        .get_or_init(|| {
+            std::env::var(PANIC_ON_EXTENSION_ENV)
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
+        .as_deref()
+        == Some(extension)
 }
 
 /// What of an extension starts a reconcile when it changes (the controller's watch filter):
@@ -298,12 +349,22 @@ pub fn error_policy(
 struct Findings {
     installed: Installed,
     deprecation: Option<[ConditionValue; 4]>,
-    available: Available,
-    /// The Deployments' watch had listed them before their availability was read.
-    availability_watched: bool,
+    /// The Deployments of the release deployed when the reconcile ends, for `Available`.
+    deployed: Deployed,
     notes: Vec<String>,
     /// When the built-in provider's next certificate step is due.
     cert_recheck: Option<Duration>,
+}
+
+/// Which Deployments `Available` is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Deployed {
+    /// The release history could not be read.
+    Unknown,
+    /// No release is deployed: no `Available` condition.
+    Nothing,
+    /// The Deployments of the deployed release.
+    Release(Vec<ObjectRef>),
 }
 
 impl Findings {
@@ -311,8 +372,7 @@ impl Findings {
         Findings {
             installed: Installed::Nothing,
             deprecation: None,
-            available: Available::Keep,
-            availability_watched: false,
+            deployed: Deployed::Unknown,
             notes: Vec::new(),
             cert_recheck: None,
         }
@@ -327,6 +387,7 @@ async fn reconcile_extension(
     if extension.metadata.deletion_timestamp.is_some() {
         ctx.last_applies.forget(&extension.name_any());
         ctx.set_preflight_notes(&extension.name_any(), None);
+        ctx.deployed.forget(&extension.name_any());
         return finalize(&api, extension, ctx).await;
     }
     tracing::debug!(extension = %extension.name_any(), "reconciling");
@@ -357,7 +418,7 @@ async fn reconcile_extension(
         installed: findings.installed,
         progress,
         deprecation: findings.deprecation,
-        available: findings.available,
+        available: available(ctx, &current.name_any(), &findings.deployed).await,
     };
     let mut status = next_status(
         current.status.as_ref(),
@@ -375,105 +436,12 @@ async fn reconcile_extension(
     ctx.metrics
         .set_state(&current.name_any(), Some(extension_state(&status)));
     result?;
-    let available = find_condition(&status.conditions, ConditionType::Available)
-        .is_none_or(|c| c.status == ConditionStatus::True);
-    let availability_recheck = match (available, findings.availability_watched) {
-        (true, _) => None,
-        (false, true) => Some(AVAILABILITY_RECHECK_WATCHED),
-        (false, false) => Some(AVAILABILITY_RECHECK_UNWATCHED),
-    };
-    Ok(
-        match availability_recheck.into_iter().chain(cert_recheck).min() {
-            Some(after) => Action::requeue(after),
-            None => Action::await_change(),
-        },
-    )
-}
-
-/// OpenShift mode: puts the extension's `ClusterUpgradeable` condition into `status` (or removes
-/// it: nothing deployed, cluster version unknown). The deployed release is read afresh, so the
-/// condition describes what this reconcile left installed; the catalogs are read only when that
-/// release blocks the cluster's next minor version.
-async fn cluster_upgradeable(
-    extension: &ClusterExtension,
-    ctx: &Context,
-    versions: &ClusterVersionCache,
-    status: &mut olm_api::v1::ClusterExtensionStatus,
-) {
-    let name = extension.name_any();
-    let installed = match ctx.store.installed(&name).await {
-        Ok(installed) => installed,
-        Err(e) => {
-            tracing::info!(extension = %name, error = %e, "could not read the installed release; ClusterUpgradeable left as it was");
-            return;
-        }
-    };
-    let release = installed.as_ref().map(|s| &s.release);
-    let metadata = ExtensionMetadata::from_release(release);
-    let current = versions.current();
-    let lifting = match current {
-        Some(current)
-            if matches!(
-                check_extension(
-                    current,
-                    &InstalledExtension {
-                        name: &name,
-                        metadata
-                    }
-                )
-                .verdict,
-                Verdict::Blocking { .. }
-            ) =>
-        {
-            lifting_versions(extension, ctx, current, release).await
-        }
-        _ => Ok(Vec::new()),
-    };
-    let condition = extension_condition(&name, metadata, current, Lifting::from_result(&lifting));
-    put_extension_condition(
-        &mut status.conditions,
-        condition.as_ref(),
-        extension.metadata.generation,
-        now(),
-    );
-}
-
-/// The bundle versions in the extension's catalogs, under its channels and version range, that
-/// would lift the block at `current` (the resolver's rules, from the installed bundle).
-async fn lifting_versions(
-    extension: &ClusterExtension,
-    ctx: &Context,
-    current: ClusterMinor,
-    release: Option<&Release>,
-) -> Result<Vec<String>, String> {
-    let filter = extension
-        .spec
-        .source
-        .catalog
-        .as_ref()
-        .ok_or_else(|| ValidationError::NoCatalogSource.to_string())?;
-    let installed = release
-        .and_then(|r| history::installed_bundle(std::slice::from_ref(r)))
-        .map(|b| InstalledBundle {
-            name: b.name,
-            version: b.version,
-            release: b.bundle_release,
-        });
-    let views = catalogs::list_catalogs(
-        &ctx.client,
-        ctx.catalog_cache.as_ref(),
-        ctx.settings.call_timeout,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    let resolver = Resolver::new(filter, installed.as_ref()).map_err(|e| e.to_string())?;
-    let infos: Vec<_> = views.iter().map(catalog_info).collect();
-    let by_name: BTreeMap<String, _> = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
-    let selected = resolver.catalogs_to_search(&infos);
-    let fetched =
-        catalogs::fetch_packages(&ctx.catalogd, &by_name, &selected, resolver.package()).await;
-    lifting_versions_fetched(filter, installed.as_ref(), current, fetched)
-        .map_err(|e| e.to_string())
+    // `Available` changes arrive through the Deployment watch ([`super::availability`]); only
+    // certificate steps are timed.
+    Ok(match cert_recheck {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
 }
 
 fn extension_state(status: &olm_api::v1::ClusterExtensionStatus) -> ExtensionState {
@@ -532,6 +500,10 @@ async fn pipeline(
         None => Installed::Nothing,
     };
     let deployed = history::deployed(&releases).cloned();
+    findings.deployed = match &deployed {
+        None => Deployed::Nothing,
+        Some(release) => release_deployments(ctx, extension, release),
+    };
 
     // Catalogs and resolution.
     let resolve_started = Instant::now();
@@ -598,10 +570,22 @@ async fn pipeline(
         .into()
     };
 
-    // Pull, parse, render.
-    let rendered = pull_and_render(extension, ctx, &resolution)
-        .await
-        .map_err(wrap)?;
+    // Pull, parse, render. Repairing what is installed needs no pull: when the bundle cannot
+    // be had (a registry down, a tag gone), the deployed release's own record is re-applied
+    // and the pull's failure reported.
+    let rendered = match pull_and_render(extension, ctx, &resolution).await {
+        Ok(rendered) => rendered,
+        Err(failure @ BundleFailure::Pull(_)) => {
+            if let Some(deployed) = &deployed {
+                tracing::info!(extension = %name, error = %failure, "bundle unavailable; keeping the installed release applied from its record");
+                if let Err(e) = maintain(extension, ctx, deployed, findings).await {
+                    tracing::info!(extension = %name, error = %e, "could not re-apply the installed release");
+                }
+            }
+            return Err(wrap(failure));
+        }
+        Err(failure) => return Err(wrap(failure)),
+    };
     let chart_objects = chart_objects(&rendered.0, &rendered.1);
     let context = PostRenderContext {
         release_namespace: extension.spec.namespace.clone(),
@@ -615,95 +599,106 @@ async fn pipeline(
         render_release(&chart_objects, &rendered.0.annotations, &context, &scopes)
             .map_err(|e| wrap(e.into()))?;
     let mut desired = manifest_objects(&manifest).map_err(|e| wrap(e.into()))?;
-    builtin_certificates(extension, ctx, &mut desired, findings)
-        .await
-        .map_err(|e| wrap(e.into()))?;
     let previous = match &deployed {
         Some(d) => release_refs(d).map_err(|e| wrap(e.into()))?,
         None => Vec::new(),
     };
 
-    let mut state = history::release_state(&releases, &manifest).map_err(|e| wrap(e.into()))?;
-    // A bundle whose rendered objects equal the installed one's (same image under a new
-    // version) still gets its own record, so the installed state names it after a restart
-    // (upstream's OCPBUGS-78311 fix).
-    let resolved_identity = (
-        bundle_name.as_str(),
-        bundle_version.as_str(),
-        resolution.bundle.image.as_str(),
-    );
-    if state == ReleaseState::Unchanged
-        && installed
-            .as_ref()
-            .map(|b| (b.name.as_str(), b.version.as_str(), b.image.as_str()))
-            != Some(resolved_identity)
-    {
-        state = ReleaseState::NeedsUpgrade;
-    }
-    tracing::debug!(extension = %name, ?state, objects = desired.len(), "rendered");
-    let identity = identity(extension);
+    let action = release_plan::plan(
+        &releases,
+        &manifest,
+        release_plan::BundleIdentity {
+            name: &bundle_name,
+            version: &bundle_version,
+            image: &resolution.bundle.image,
+        },
+    )
+    .map_err(|e| wrap(e.into()))?;
+    tracing::debug!(extension = %name, ?action, objects = desired.len(), "rendered");
+    let identity = identity(extension, ctx.settings.honor_service_account);
     let owner = Owner {
         name: name.clone(),
         uid: uid(extension),
     };
-    let request = ApplyRequest {
-        owner: &owner,
-        install_namespace: &extension.spec.namespace,
-        identity: &identity,
-        desired: &desired,
-        previous: &previous,
-    };
-    let request_digest = last_apply::request_digest(&request);
-    let outcome = match state {
-        ReleaseState::Unchanged => {
-            if let Some(deployed) = &deployed {
-                findings
-                    .notes
-                    .extend(ctx.preflight_notes(&name, deployed.version));
-            }
-            match ctx
-                .last_applies
-                .unchanged(&name, request_digest, &ctx.drift)
-            {
-                Some(outcome) => {
-                    tracing::debug!(extension = %name, "objects as the last apply left them; not applying again");
-                    outcome
-                }
-                None => {
-                    let outcome = ctx
-                        .applier
-                        .apply(&request)
-                        .await
-                        .map_err(|e| wrap(e.into()))?;
-                    ctx.last_applies.record(&name, request_digest, &outcome);
-                    outcome
-                }
-            }
-        }
-        ReleaseState::NeedsInstall | ReleaseState::NeedsUpgrade => {
-            // Preflight: every rendered CRD that exists already.
-            let enforcement = extension
-                .spec
-                .install
-                .as_ref()
-                .and_then(|i| i.preflight.as_ref())
-                .map(|p| p.crd_upgrade_safety.enforcement);
-            let notes = crd_upgrade_safety(
-                &ctx.client,
-                &PreflightRequest {
-                    objects: &rendered.0.objects,
-                    enforcement,
-                    data_aware: ctx.settings.data_aware_crd_upgrade_safety,
-                    bundle: &bundle_name,
-                    version: &bundle_version,
-                    call_timeout: ctx.settings.call_timeout,
-                },
-            )
+    let outcome = if let ReleaseAction::Unchanged { deployed } = action {
+        findings.notes.extend(ctx.preflight_notes(&name, deployed));
+        builtin_certificates(extension, ctx, &mut desired, findings)
             .await
             .map_err(|e| wrap(e.into()))?;
-            let preflight_notes = notes.clone();
-            findings.notes.extend(notes);
+        let request = ApplyRequest {
+            owner: &owner,
+            install_namespace: &extension.spec.namespace,
+            identity: &identity,
+            desired: &desired,
+            previous: &previous,
+        };
+        let request_digest = last_apply::request_digest(&request);
+        match ctx
+            .last_applies
+            .unchanged(&name, request_digest, &ctx.drift)
+        {
+            Some(outcome) => {
+                tracing::debug!(extension = %name, "objects as the last apply left them; not applying again");
+                outcome
+            }
+            None => {
+                let outcome = ctx
+                    .applier
+                    .apply(&request)
+                    .await
+                    .map_err(|e| wrap(e.into()))?;
+                ctx.last_applies.record(&name, request_digest, &outcome);
+                outcome
+            }
+        }
+    } else {
+        // Install, upgrade or a retry of a failed release: every check comes before the first
+        // write (release::plan's module documentation).
+        let enforcement = extension
+            .spec
+            .install
+            .as_ref()
+            .and_then(|i| i.preflight.as_ref())
+            .map(|p| p.crd_upgrade_safety.enforcement);
+        let preflight_notes = crd_upgrade_safety(
+            &ctx.client,
+            &PreflightRequest {
+                objects: &rendered.0.objects,
+                enforcement,
+                data_aware: ctx.settings.data_aware_crd_upgrade_safety,
+                bundle: &bundle_name,
+                version: &bundle_version,
+                call_timeout: ctx.settings.call_timeout,
+            },
+        )
+        .await
+        .map_err(|e| wrap(e.into()))?;
+        findings.notes.extend(preflight_notes.iter().cloned());
+        ctx.applier
+            .check(&ApplyRequest {
+                owner: &owner,
+                install_namespace: &extension.spec.namespace,
+                identity: &identity,
+                desired: &desired,
+                previous: &previous,
+            })
+            .await
+            .map_err(|e| wrap(e.into()))?;
+        builtin_certificates(extension, ctx, &mut desired, findings)
+            .await
+            .map_err(|e| wrap(e.into()))?;
+        let request = ApplyRequest {
+            owner: &owner,
+            install_namespace: &extension.spec.namespace,
+            identity: &identity,
+            desired: &desired,
+            previous: &previous,
+        };
+        let request_digest = last_apply::request_digest(&request);
 
+        // The record written before the apply (install and upgrade only).
+        let mut written_release: Option<(Release, Written)> = None;
+        if action.records_before_apply() {
             let labels = history::bundle_labels(
                 &rendered.0.package_name,
                 &bundle_name,
@@ -719,12 +714,12 @@ async fn pipeline(
                 labels,
                 now: k8s_openapi::jiff::Timestamp::now(),
             };
-            let (mut release, superseded) = match state {
-                ReleaseState::NeedsInstall => (history::install_release(new), None),
+            let release = match action {
+                ReleaseAction::Install => history::install_release(new),
                 _ => {
-                    let (release, previous) =
-                        history::upgrade_release(&releases, new).map_err(|e| wrap(e.into()))?;
-                    (release, Some(previous))
+                    history::upgrade_release(&releases, new)
+                        .map_err(|e| wrap(e.into()))?
+                        .0
                 }
             };
             let written = ctx
@@ -732,49 +727,45 @@ async fn pipeline(
                 .create_after(&release, &owner_ref, now_secs(), Some(&records))
                 .await
                 .map_err(|e| wrap(e.into()))?;
-            match ctx.applier.apply(&request).await {
-                Ok(outcome) => {
-                    let description = if superseded.is_some() {
-                        history::UPGRADE_COMPLETE
-                    } else {
-                        history::INSTALL_COMPLETE
-                    };
-                    if let Some(old) =
-                        superseded.and_then(|v| releases.iter_mut().find(|r| r.version == v))
-                    {
-                        history::mark_superseded(old);
-                        ctx.store
-                            .update(old, &owner_ref, now_secs())
-                            .await
-                            .map_err(|e| wrap(e.into()))?;
-                    }
-                    history::set_status(&mut release, ReleaseStatus::DEPLOYED, description);
-                    ctx.store
-                        .update_after(&release, &owner_ref, now_secs(), Some(&written))
-                        .await
-                        .map_err(|e| wrap(e.into()))?;
-                    ctx.last_applies.record(&name, request_digest, &outcome);
-                    ctx.set_preflight_notes(&name, Some((release.version, preflight_notes)));
-                    outcome
-                }
-                Err(error) => {
-                    let description = if superseded.is_some() {
-                        history::upgrade_failed_description(&name, &error.to_string())
-                    } else {
-                        history::install_failed_description(&name, &error.to_string())
-                    };
-                    history::set_status(&mut release, ReleaseStatus::FAILED, &description);
-                    if let Err(e) = ctx
-                        .store
-                        .update_after(&release, &owner_ref, now_secs(), Some(&written))
-                        .await
-                    {
-                        tracing::warn!(extension = %name, error = %e, "failed to record the failed release");
-                    }
-                    return Err(wrap(error.into()));
-                }
-            }
+            written_release = Some((release, written));
         }
+        let applied = ctx.applier.apply(&request).await;
+        let changes = action.after_apply(
+            &releases,
+            &name,
+            written_release.as_ref().map(|(r, _)| r.version),
+            match &applied {
+                Ok(_) => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+            .as_ref()
+            .map(|_| ())
+            .map_err(String::as_str),
+        );
+        let recorded = record_changes(
+            ctx,
+            &owner_ref,
+            &mut releases,
+            written_release.as_mut(),
+            &changes,
+        )
+        .await;
+        let outcome = applied.map_err(|e| wrap(e.into()))?;
+        recorded.map_err(|e| wrap(e.into()))?;
+        ctx.last_applies.record(&name, request_digest, &outcome);
+        let deployed_version = changes.iter().find_map(|c| match c {
+            RecordChange::SetStatus {
+                version, status, ..
+            } if *status == ReleaseStatus::DEPLOYED => Some(*version),
+            _ => None,
+        });
+        if let Some(version) = deployed_version {
+            ctx.set_preflight_notes(&name, Some((version, preflight_notes)));
+            let deployments = deployments_of(&desired, &extension.spec.namespace);
+            ctx.deployed.set(&name, version, deployments.clone());
+            findings.deployed = Deployed::Release(deployments);
+        }
+        outcome
     };
     findings.installed = Installed::Bundle {
         bundle: BundleMetadata {
@@ -812,19 +803,6 @@ async fn after_apply(
     if let Some(note) = outcome.kept_crds_message() {
         findings.notes.push(note);
     }
-    // Read before the availability, so a change after the read is surely reported.
-    findings.availability_watched = outcome
-        .kinds()
-        .iter()
-        .filter(|k| k.gvk.group == "apps" && k.gvk.kind == "Deployment")
-        .all(|k| ctx.drift.is_synced(k));
-    findings.available = match ctx.applier.availability(&outcome.deployments()).await {
-        Ok(availability) => Available::Observed(availability),
-        Err(e) => {
-            tracing::debug!(extension = %name, error = %e, "could not read the Deployments' availability");
-            Available::Keep
-        }
-    };
 }
 
 /// §3.6: no catalog serves the package any more; keep the installed release applied (drift
@@ -853,7 +831,7 @@ async fn maintain(
         name: extension.name_any(),
         uid: uid(extension),
     };
-    let identity = identity(extension);
+    let identity = identity(extension, ctx.settings.honor_service_account);
     let outcome = ctx
         .applier
         .apply(&ApplyRequest {
@@ -937,73 +915,6 @@ fn catalogs_matching(
     }
 }
 
-async fn pull_and_render(
-    extension: &ClusterExtension,
-    ctx: &Context,
-    resolution: &Resolution,
-) -> Result<(render::Rendered, BTreeSet<(String, String)>), BundleFailure> {
-    let started = Instant::now();
-    let puller = ctx.puller();
-    let pulled = pull_bundle(
-        &puller,
-        &extension.name_any(),
-        &resolution.bundle.image,
-        &ReadLimits::default(),
-    )
-    .await?;
-    if pulled.unpacked.fresh {
-        ctx.metrics.observe_unpack(started.elapsed().as_secs_f64());
-    }
-    let parsed = bundle::parse(&pulled.fs)?;
-    let others = bundle_manifests(&parsed);
-    let options = RenderOptions {
-        install_namespace: extension.spec.namespace.clone(),
-        config: extension
-            .spec
-            .config
-            .as_ref()
-            .and_then(|c| c.inline.clone())
-            .map(Value::Object),
-        cert_provider: ctx.settings.cert_provider,
-        ..RenderOptions::default()
-    };
-    let rendered = render::render(&parsed, &options)?;
-    Ok((rendered, others))
-}
-
-/// (kind, name) of the bundle's own manifests other than the CSV and CRDs.
-pub fn bundle_manifests(bundle: &bundle::RegistryV1Bundle) -> BTreeSet<(String, String)> {
-    bundle
-        .others
-        .iter()
-        .map(|o| (o.kind().to_owned(), o.name().to_owned()))
-        .collect()
-}
-
-/// Objects as upstream's chart holds them: the bundle's own manifests (other than the CSV and
-/// CRDs) as unstructured objects, everything generated as typed ones. A bundle object is
-/// recognised by kind and name.
-pub fn chart_objects(
-    rendered: &render::Rendered,
-    others: &BTreeSet<(String, String)>,
-) -> Vec<ChartObject> {
-    rendered
-        .objects
-        .iter()
-        .map(|object| {
-            let key = (
-                render::object_kind(object).to_owned(),
-                render::object_name(object).to_owned(),
-            );
-            if others.contains(&key) {
-                ChartObject::unstructured(object)
-            } else {
-                ChartObject::typed(object)
-            }
-        })
-        .collect()
-}
-
 /// The objects a stored release lists.
 fn release_refs(
     release: &Release,
@@ -1024,13 +935,20 @@ fn installed_finding(bundle: &history::InstalledBundle) -> Installed {
     }
 }
 
-/// `spec.serviceAccount` set: apply as it; unset: as the controller (upstream v1.11).
-fn identity(extension: &ClusterExtension) -> Identity {
+/// Whose permissions an extension's objects are applied with:
+///
+/// | `--honor-service-account` | `spec.serviceAccount` | identity |
+/// |---|---|---|
+/// | off (default, upstream v1.11) | any | the controller |
+/// | on | set | that ServiceAccount (impersonation) |
+/// | on | unset | the controller |
+fn identity(extension: &ClusterExtension, honor_service_account: bool) -> Identity {
     match extension
         .spec
         .service_account
         .as_ref()
         .and_then(|s| s.name.as_ref())
+        .filter(|_| honor_service_account)
     {
         Some(name) => Identity::ServiceAccount {
             namespace: extension.spec.namespace.clone(),
@@ -1058,110 +976,6 @@ async fn add_finalizers(
         })? {
         Some(updated) => Ok(updated),
         None => Ok(extension.clone()),
-    }
-}
-
-/// Deletion: uninstall, then drop the records, the cache and the finalizers.
-async fn finalize(
-    api: &Api<ClusterExtension>,
-    extension: &ClusterExtension,
-    ctx: &Context,
-) -> Result<Action, ReconcileError> {
-    let name = extension.name_any();
-    if !super::FINALIZERS
-        .iter()
-        .any(|f| olm_runtime::finalizer::has(extension, f))
-    {
-        return Ok(Action::await_change());
-    }
-    let history = ctx
-        .store
-        .history(&name)
-        .await
-        .map_err(UninstallError::Records)?;
-    let mut installed: Vec<ObjectRef> = Vec::new();
-    for release in history.releases().iter().rev() {
-        for object in release_refs(release).map_err(UninstallError::Manifest)? {
-            if !installed.contains(&object) {
-                installed.push(object);
-            }
-        }
-    }
-    let owner = Owner {
-        name: name.clone(),
-        uid: uid(extension),
-    };
-    let identity = identity(extension);
-    let request = |identity| UninstallRequest {
-        owner: &owner,
-        install_namespace: &extension.spec.namespace,
-        identity,
-        installed: &installed,
-    };
-    let outcome = match ctx.applier.uninstall(&request(&identity)).await {
-        Err(crate::apply::ApplyError::ServiceAccountNotFound { .. }) => {
-            // The ServiceAccount went first (a namespace being deleted): remove what we
-            // installed with the controller's identity, as upstream's garbage collection would.
-            ctx.applier.uninstall(&request(&Identity::Controller)).await
-        }
-        other => other,
-    }
-    .map_err(UninstallError::Apply)?;
-    if !outcome.is_complete() {
-        return Err(UninstallError::Pending(
-            outcome.remaining.iter().map(|o| o.to_string()).collect(),
-        )
-        .into());
-    }
-    if let Some(certs) = &ctx.builtin_certs {
-        certs
-            .remove(&owner, &extension.spec.namespace)
-            .await
-            .map_err(UninstallError::WebhookCerts)?;
-    }
-    ctx.store
-        .delete_all(&name)
-        .await
-        .map_err(UninstallError::Records)?;
-    ctx.puller()
-        .delete_owner(&name)
-        .await
-        .map_err(|e| UninstallError::Cache(e.to_string()))?;
-    remove_finalizers(api, extension).await?;
-    ctx.metrics.forget(&name);
-    ctx.backoff.reset(&name);
-    Ok(Action::await_change())
-}
-
-/// Removes both finalizers in one patch, guarded by the list read.
-async fn remove_finalizers(
-    api: &Api<ClusterExtension>,
-    extension: &ClusterExtension,
-) -> Result<(), PublishError> {
-    let current = extension.finalizers().to_vec();
-    let remaining: Vec<&String> = current
-        .iter()
-        .filter(|f| !super::FINALIZERS.contains(&f.as_str()))
-        .collect();
-    let patch: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "test", "path": "/metadata/finalizers", "value": current},
-        {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
-    ]))
-    .map_err(|e| PublishError::Encode(e.to_string()))?;
-    match api
-        .patch(
-            &extension.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(source) => Err(PublishError::Metadata {
-            name: extension.name_any(),
-            source,
-        }),
     }
 }
 
@@ -1229,10 +1043,14 @@ mod tests {
     }
 
     #[test]
-    fn the_identity_is_the_service_account_when_set_else_the_controller() {
-        assert_eq!(identity(&extension(None)), Identity::Controller);
+    fn the_identity_is_the_service_account_only_when_honoured_and_set() {
+        assert_eq!(identity(&extension(None), true), Identity::Controller);
         assert_eq!(
-            identity(&extension(Some("installer"))),
+            identity(&extension(Some("installer")), false),
+            Identity::Controller
+        );
+        assert_eq!(
+            identity(&extension(Some("installer")), true),
             Identity::ServiceAccount {
                 namespace: "ns".into(),
                 name: "installer".into()

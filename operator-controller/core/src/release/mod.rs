@@ -35,6 +35,7 @@ pub mod go_order;
 pub mod history;
 pub mod manifest;
 pub mod model;
+pub mod plan;
 pub mod render;
 pub mod secrets;
 pub mod time;
