@@ -24,8 +24,9 @@ use serde_json::{Value, json};
 
 use crate::support::{cluster_extensions, create};
 
-// Transitional: the helpers `extension_trust.rs` was written with before `olm_e2e::scenario`.
-// Nothing else uses them; they go once that file speaks the scenario vocabulary.
+// Transitional: the helpers `extension_trust.rs` and `extension_dropin.rs` were written with before
+// `olm_e2e::scenario`.
+// Nothing else uses them; they go once those files speak the scenario vocabulary.
 
 /// A package served by a catalogd of the test's own (see [`Scenario::publish`]).
 #[allow(dead_code)]
