@@ -4,6 +4,8 @@
 //! - [`test_env`]: [`TestEnv`] bundles everything a test needs; [`shared`] starts one per process.
 //! - [`catalogd`]: catalogd as a process or inside the test process, and the "serving catalog"
 //!   set-up; [`images`]: fixture images and the push-then-pull set-up; [`eventually`]: waiting.
+//! - [`scenario`]: the ClusterExtension scenarios' vocabulary (publish a catalog from a table,
+//!   apply an extension, wait for a condition and its message, release records, snapshots).
 //! - [`release`]: the product images and the install manifest (`make images`,
 //!   `make release-manifest`).
 //! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
@@ -21,6 +23,7 @@ pub mod operator_controller;
 pub mod process;
 pub mod registry;
 pub mod release;
+pub mod scenario;
 pub mod sockets;
 pub mod test_env;
 pub mod workdir;

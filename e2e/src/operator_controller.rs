@@ -287,6 +287,11 @@ pub struct BundleSpec {
     pub install_modes: Vec<String>,
     /// Extra manifests: file name → YAML or JSON text.
     pub manifests: Vec<(String, String)>,
+    /// Bundle properties (`type`, `value`), written to `metadata/properties.yaml` (which the
+    /// CSV's `olm.properties` takes in) and listed on the bundle's catalog entry.
+    pub properties: Vec<(String, Value)>,
+    /// Fields added to the CSV's `spec` (for example `webhookdefinitions`).
+    pub csv_spec: serde_json::Map<String, Value>,
 }
 
 impl BundleSpec {
@@ -309,6 +314,8 @@ impl BundleSpec {
                     crd(package, &widget_schema(true)).to_string(),
                 ),
             ],
+            properties: Vec::new(),
+            csv_spec: serde_json::Map::new(),
         }
     }
 
@@ -389,7 +396,24 @@ impl BundleSpec {
                 }},
             },
         });
+        let mut csv = csv;
+        for (field, value) in &self.csv_spec {
+            csv["spec"][field] = value.clone();
+        }
         std::fs::write(manifests.join("csv.json"), csv.to_string()).expect("csv");
+        if !self.properties.is_empty() {
+            let properties: Vec<Value> = self
+                .properties
+                .iter()
+                .map(|(type_, value)| json!({"type": type_, "value": value}))
+                .collect();
+            // JSON is YAML: the bundle reader takes it as it is.
+            std::fs::write(
+                metadata.join("properties.yaml"),
+                json!({"properties": properties}).to_string(),
+            )
+            .expect("properties.yaml");
+        }
         for (file, text) in &self.manifests {
             std::fs::write(manifests.join(file), text).expect("manifest");
         }

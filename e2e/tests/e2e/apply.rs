@@ -13,6 +13,7 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use olm_api::v1::{ConditionReason, ConditionStatus};
+use olm_e2e::scenario::{ObjectKey, Snapshot};
 use olm_e2e::{ControlPlane, Tier};
 use operator_controller::apply::{
     Applier, ApplierConfig, ApplyError, ApplyRequest, DriftChange, DriftWatches, Identity,
@@ -354,13 +355,10 @@ async fn a_set_applies_in_order_with_ownership_metadata_and_reapplying_it_writes
     // Re-applying the same set changes nothing. The objects no controller writes to keep
     // their resourceVersion (the Deployment's and the CRD's status move on their own).
     let quiet = [&objects[0], &objects[1], &objects[3], &objects[5]];
-    let versions_before: Vec<Option<String>> = {
-        let mut v = Vec::new();
-        for o in quiet {
-            v.push(reread(&client, o).await.metadata.resource_version);
-        }
-        v
-    };
+    let mut before = Vec::new();
+    for object in quiet {
+        before.push(Snapshot::of(&client, ObjectKey::of(object)).await);
+    }
     let again = applier
         .apply(&request(&owner, &ns, &identity, &desired, &refs(&desired)))
         .await
@@ -371,33 +369,13 @@ async fn a_set_applies_in_order_with_ownership_metadata_and_reapplying_it_writes
         "{:?}",
         again.changed().collect::<Vec<_>>()
     );
-    for (object, before) in quiet.into_iter().zip(versions_before) {
-        let after = reread(&client, object).await;
-        assert_eq!(
-            after.metadata.resource_version, before,
-            "{:?}",
-            object.metadata.name
-        );
+    for snapshot in &before {
+        snapshot
+            .assert_unchanged_at(&["/metadata/resourceVersion"], "re-applying wrote it")
+            .await;
     }
 
     cleanup(&applier, &client, &owner, &ns, &desired).await;
-}
-
-/// Reads `object` again (its kind from its apiVersion and kind, plural guessed as kind + "s",
-/// which holds for the kinds these tests use).
-async fn reread(client: &kube::Client, object: &DynamicObject) -> DynamicObject {
-    let types = object.types.clone().unwrap();
-    let plural = format!("{}s", types.kind.to_lowercase());
-    api_for(
-        client,
-        &types.api_version,
-        &types.kind,
-        &plural,
-        object.metadata.namespace.as_deref(),
-    )
-    .get(object.metadata.name.as_deref().unwrap())
-    .await
-    .unwrap()
 }
 
 /// Uninstalls (the CRD and ClusterRole are cluster-scoped) and deletes the extension and the

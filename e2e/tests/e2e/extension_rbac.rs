@@ -4,11 +4,9 @@
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DeleteParams, PostParams};
-use olm_api::v1::ConditionType;
-use olm_e2e::operator_controller::{OperatorController, Options};
+use olm_e2e::scenario::{AVAILABLE, ExtensionSpec, Package, Scenario};
 
-use crate::extension_install::{Fixture, create_extension, delete_extension, extensions};
-use crate::support::{create_namespace, delete_namespace, unique_name};
+use crate::support::create_namespace;
 
 /// operator-controller's RBAC exactly as the release manifest carries it
 /// (`config/rbac/operator-controller`, rendered by olm_e2e::release), moved into `namespace` and
@@ -67,34 +65,20 @@ async fn operator_controller_works_with_only_the_permissions_its_rbac_manifests_
         )
         .unwrap();
 
-    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let mut options = Options::new(&env.registry);
-    options.system_namespace = system.clone();
-    options.kubeconfig = Some(kubeconfig);
-    options.args.push("--leader-elect".into());
-    let oc = OperatorController::start(options).await;
-    let ns = create_namespace(&client, "rbac-install").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
+    let mut scenario = Scenario::builder()
+        .system_namespace(&system)
+        .kubeconfig(kubeconfig)
+        .controller_arg("--leader-elect")
+        .start()
         .await;
-    oc.wait_condition(
-        &api,
-        &name,
-        ConditionType::Available,
-        "True",
-        "ProbesSucceeded",
-    )
-    .await;
-    delete_extension(&oc, &api, &name).await;
-    assert!(
-        !oc.log_tail().contains("forbidden"),
-        "RBAC denial in the log:\n{}",
-        oc.log_tail()
-    );
-    delete_namespace(&client, &ns).await;
-    delete_namespace(&client, &system).await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let ns = scenario.namespace("rbac-install").await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
+    scenario.wait_for(&ext, AVAILABLE).await;
+    scenario.delete_extension(&ext).await;
+    let log = scenario.controller().log_tail();
+    assert!(!log.contains("forbidden"), "RBAC denial in the log:\n{log}");
+    scenario.finish().await;
     let _ = Api::<ClusterRoleBinding>::all(client)
         .delete(
             &format!("operator-controller-manager-rolebinding-{suffix}"),

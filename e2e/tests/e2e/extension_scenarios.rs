@@ -1,34 +1,30 @@
 //! More of upstream's ClusterExtension features end to end (install.feature, update.feature,
-//! recover.feature, user-managed-fields.feature) and bad input. Same set-up as
-//! [`crate::extension_install`]: a controller, a catalogd and a package per test.
-
-use std::time::Duration;
+//! recover.feature, user-managed-fields.feature) and bad input. Each test is a [`Scenario`]: a
+//! controller, a catalogd and a package of its own.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use olm_api::v1::ConditionType;
-use olm_e2e::operator_controller::{
-    BundleSpec, CATALOG_NAME_LABEL, ChannelSpec, OperatorController, Options, bundle_name,
-    installed_bundle, message,
+use olm_e2e::operator_controller::CATALOG_NAME_LABEL;
+use olm_e2e::scenario::{
+    DESIRED_STATE, Extension, ExtensionSpec, INSTALLED, INVALID_CONFIGURATION, Message, Package,
+    Published, RETRYING, Scenario, message,
 };
 use serde_json::json;
 
-use crate::extension_install::{
-    Fixture, chain, create_extension, delete_extension, extensions, patch_spec,
-};
-use crate::support::{create_namespace, delete_namespace, unique_name};
+use crate::support::unique_name;
 
-fn inline_config(config: serde_json::Value) -> serde_json::Value {
-    json!({"configType": "Inline", "inline": config})
-}
+/// Why a configuration is refused: upstream's wording after the bundle's name.
+const CONFIGURATION_ERROR: &str = "invalid ClusterExtension configuration: invalid configuration:";
 
-async fn deployment(client: &kube::Client, ns: &str, name: &str) -> Deployment {
-    Api::<Deployment>::namespaced(client.clone(), ns)
+async fn deployment(scenario: &Scenario, ext: &Extension, name: &str) -> Deployment {
+    scenario
+        .deployments(ext)
         .get(name)
         .await
-        .unwrap_or_else(|e| panic!("get Deployment {ns}/{name}: {e}"))
+        .unwrap_or_else(|e| panic!("get Deployment {}/{name}: {e}", ext.namespace))
 }
 
 fn target_namespaces(d: &Deployment) -> Option<String> {
@@ -43,105 +39,98 @@ fn target_namespaces(d: &Deployment) -> Option<String> {
         .cloned()
 }
 
+/// An OwnNamespace or SingleNamespace bundle installed into `namespace`: refused
+/// (`InvalidConfiguration`) without `watchNamespace` and with a `wrong` one, installed with the
+/// `right` one, which its Deployment then targets.
+struct WatchNamespaceCase<'a> {
+    catalog: &'a Published,
+    namespace: String,
+    /// The message without `watchNamespace`.
+    missing: Message,
+    wrong: &'static str,
+    /// The message with the wrong `watchNamespace`.
+    refused: Message,
+    right: String,
+}
+
+impl WatchNamespaceCase<'_> {
+    async fn refused_until_right(self, scenario: &mut Scenario) {
+        let spec = ExtensionSpec::new(self.catalog, &self.namespace);
+        let ext = scenario.apply_extension(spec).await;
+        let refused = |message| INVALID_CONFIGURATION.message(message);
+        scenario.wait_for(&ext, refused(self.missing)).await;
+        scenario
+            .set_config(&ext, json!({"watchNamespace": self.wrong}))
+            .await;
+        scenario.wait_for(&ext, refused(self.refused)).await;
+        scenario
+            .set_config(&ext, json!({"watchNamespace": self.right}))
+            .await;
+        scenario.wait_for(&ext, INSTALLED).await;
+        let name = format!("{}-controller", self.catalog.package());
+        let d = deployment(scenario, &ext, &name).await;
+        assert_eq!(target_namespaces(&d), Some(self.right));
+        scenario.delete_extension(&ext).await;
+    }
+}
+
 /// update.feature: switching `spec.source.catalog.channels` moves to the other channel's head.
 #[tokio::test]
 async fn a_channel_switch_installs_the_other_channels_bundle() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let package = unique_name("pkg");
-    let bundles = [
-        BundleSpec::new(&package, "1.0.0"),
-        BundleSpec::new(&package, "1.1.0"),
-    ];
-    let channels = vec![
-        ChannelSpec {
-            name: "stable".into(),
-            entries: chain(&package, &["1.0.0"]),
-        },
-        ChannelSpec {
-            name: "fast".into(),
-            entries: chain(&package, &["1.0.0", "1.1.0"]),
-        },
-    ];
-    let fixture = Fixture::with_channels(&env.registry, &package, &bundles, channels).await;
-    let oc = OperatorController::start(Options::new(&env.registry)).await;
-    let ns = create_namespace(&client, "channel").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    let mut body = oc.extension(&name, &ns, &package, &fixture.catalog, None);
-    body["spec"]["source"]["catalog"]["channels"] = json!(["stable"]);
-    create_extension(body).await;
-    let e = oc
-        .wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario
+        .publish(
+            Package::new("pkg")
+                .bundle("1.0.0")
+                .channels(&["stable", "fast"])
+                .bundle("1.1.0")
+                .channels(&["fast"]),
+        )
         .await;
-    assert_eq!(
-        installed_bundle(&e),
-        Some((bundle_name(&package, "1.0.0"), "1.0.0".into()))
-    );
-    patch_spec(
-        &api,
-        &name,
-        json!({"source": {"catalog": {"channels": ["fast"]}}}),
-    )
-    .await;
-    let e = oc
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+    let ns = scenario.namespace("channel").await;
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&catalog, &ns).channels(&["stable"]))
         .await;
-    assert_eq!(
-        installed_bundle(&e),
-        Some((bundle_name(&package, "1.1.0"), "1.1.0".into()))
-    );
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
+    scenario
+        .wait_for(&ext, INSTALLED.bundle(catalog.bundle("1.0.0")))
+        .await;
+    scenario
+        .patch_spec(&ext, json!({"source": {"catalog": {"channels": ["fast"]}}}))
+        .await;
+    scenario
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.1.0")))
+        .await;
+    scenario.finish().await;
 }
 
 /// install.feature: the same package in two catalogs of equal priority is ambiguous.
 #[tokio::test]
 async fn two_catalogs_at_the_same_priority_are_reported() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let second = fixture
-        .catalogs
-        .serve("cat", &fixture.catalog_image, None)
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let second = scenario.serve(&catalog.image, None).await;
+    let ns = scenario.namespace("twocats").await;
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&catalog, &ns).catalogs(&[&catalog.name, &second]))
         .await;
-    let oc = OperatorController::start(Options::new(&env.registry)).await;
-    let ns = create_namespace(&client, "twocats").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    let mut body = oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None);
-    body["spec"]["source"]["catalog"]["selector"] = json!({"matchExpressions": [{
-        "key": CATALOG_NAME_LABEL, "operator": "In", "values": [fixture.catalog, second],
-    }]});
-    create_extension(body).await;
-    let e = oc
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Retrying")
-        .await;
-    let mut names = [fixture.catalog.clone(), second.clone()];
+    let mut names = [catalog.name.clone(), second.clone()];
     names.sort();
     // upstream-operator-controller.md §3.5.
-    assert_eq!(
-        message(&e, ConditionType::Progressing),
-        format!(
-            "found bundles for package \"{}\" in multiple catalogs with the same priority [{} {}]",
-            fixture.package, names[0], names[1]
+    scenario
+        .wait_for(
+            &ext,
+            RETRYING.message(Message::exact(format!(
+                "found bundles for package \"{}\" in multiple catalogs with the same priority [{} {}]",
+                catalog.package(),
+                names[0],
+                names[1]
+            ))),
         )
-    );
-    // A higher priority decides.
-    fixture
-        .catalogs
-        .api
-        .patch(
-            &second,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"priority": 10}})),
-        )
-        .await
-        .unwrap();
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
         .await;
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
+    // A higher priority decides.
+    scenario.set_catalog_priority(&second, 10).await;
+    scenario.wait_for(&ext, INSTALLED).await;
+    scenario.finish().await;
 }
 
 /// install.feature: OwnNamespace and SingleNamespace bundles need `watchNamespace`
@@ -149,179 +138,81 @@ async fn two_catalogs_at_the_same_priority_are_reported() {
 /// AllNamespaces-only bundle rejects it; `deploymentConfig.nodeSelector` reaches the pod spec.
 #[tokio::test]
 async fn install_mode_configuration_errors_and_success() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let own = unique_name("own");
-    let single = unique_name("single");
-    let all = unique_name("all");
-    let mut own_bundle = BundleSpec::new(&own, "1.0.0");
-    own_bundle.install_modes = vec!["OwnNamespace".into()];
-    let mut single_bundle = BundleSpec::new(&single, "1.0.0");
-    single_bundle.install_modes = vec!["SingleNamespace".into()];
-    let own_fixture = Fixture::with_bundles(
-        &env.registry,
-        &own,
-        &[own_bundle.clone()],
-        &chain(&own, &["1.0.0"]),
-    )
-    .await;
-    let single_fixture = Fixture::with_bundles(
-        &env.registry,
-        &single,
-        &[single_bundle.clone()],
-        &chain(&single, &["1.0.0"]),
-    )
-    .await;
-    let all_fixture = Fixture::with_bundles(
-        &env.registry,
-        &all,
-        &[BundleSpec::new(&all, "1.0.0")],
-        &chain(&all, &["1.0.0"]),
-    )
-    .await;
-    let oc = OperatorController::start(Options::new(&env.registry)).await;
-    let api = extensions().await;
+    let mut scenario = Scenario::start().await;
+    let own = scenario
+        .publish(
+            Package::new("own")
+                .bundle("1.0.0")
+                .install_modes(&["OwnNamespace"]),
+        )
+        .await;
+    let single = scenario
+        .publish(
+            Package::new("single")
+                .bundle("1.0.0")
+                .install_modes(&["SingleNamespace"]),
+        )
+        .await;
+    let all = scenario
+        .publish(Package::new("all").versions(&["1.0.0"]))
+        .await;
 
-    // OwnNamespace.
-    let ns = create_namespace(&client, "own").await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &own, &own_fixture.catalog, None)).await;
-    let e = oc
-        .wait_condition(
-            &api,
-            &name,
-            ConditionType::Progressing,
-            "False",
-            "InvalidConfiguration",
-        )
-        .await;
-    let text = message(&e, ConditionType::Progressing);
-    assert_eq!(
-        text,
-        format!(
-            "error for resolved bundle \"{}\" with version \"1.0.0\": invalid ClusterExtension configuration: invalid configuration: required field \"watchNamespace\" is missing",
-            own_bundle.name()
-        )
+    // OwnNamespace: the install namespace only.
+    let ns = scenario.namespace("own").await;
+    let missing = format!(
+        "error for resolved bundle \"{}\" with version \"1.0.0\": {CONFIGURATION_ERROR} required field \"watchNamespace\" is missing",
+        own.bundle("1.0.0").0
     );
-    patch_spec(
-        &api,
-        &name,
-        json!({"config": inline_config(json!({"watchNamespace": "some-ns"}))}),
-    )
+    WatchNamespaceCase {
+        catalog: &own,
+        missing: Message::exact(missing),
+        wrong: "some-ns",
+        refused: Message::contains(format!("invalid value \"some-ns\": must be \"{ns}\"")),
+        right: ns.clone(),
+        namespace: ns,
+    }
+    .refused_until_right(&mut scenario)
     .await;
-    let e = oc
-        .wait_condition(
-            &api,
-            &name,
-            ConditionType::Progressing,
-            "False",
-            "InvalidConfiguration",
-        )
-        .await;
-    let text = message(&e, ConditionType::Progressing);
-    assert!(
-        text.contains(&format!("invalid value \"some-ns\": must be \"{ns}\"")),
-        "{text}"
-    );
-    patch_spec(
-        &api,
-        &name,
-        json!({"config": inline_config(json!({"watchNamespace": ns}))}),
-    )
-    .await;
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
-        .await;
-    let d = deployment(&client, &ns, &own_bundle.deployment_name()).await;
-    assert_eq!(target_namespaces(&d), Some(ns.clone()));
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
 
     // SingleNamespace: watching another namespace.
-    let ns = create_namespace(&client, "single").await;
-    let watched = create_namespace(&client, "watched").await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &single, &single_fixture.catalog, None)).await;
-    let e = oc
-        .wait_condition(
-            &api,
-            &name,
-            ConditionType::Progressing,
-            "False",
-            "InvalidConfiguration",
-        )
-        .await;
-    assert!(
-        message(&e, ConditionType::Progressing).ends_with(
-            "invalid ClusterExtension configuration: invalid configuration: required field \"watchNamespace\" is missing"
-        )
-    );
-    patch_spec(
-        &api,
-        &name,
-        json!({"config": inline_config(json!({"watchNamespace": "invalid-namespace-"}))}),
-    )
+    let ns = scenario.namespace("single").await;
+    let watched = scenario.namespace("watched").await;
+    WatchNamespaceCase {
+        catalog: &single,
+        namespace: ns,
+        missing: Message::ends_with(format!(
+            "{CONFIGURATION_ERROR} required field \"watchNamespace\" is missing"
+        )),
+        wrong: "invalid-namespace-",
+        refused: Message::contains(format!(
+            "{CONFIGURATION_ERROR} field \"watchNamespace\" must match pattern"
+        )),
+        right: watched,
+    }
+    .refused_until_right(&mut scenario)
     .await;
-    let e = oc
-        .wait_condition(
-            &api,
-            &name,
-            ConditionType::Progressing,
-            "False",
-            "InvalidConfiguration",
-        )
-        .await;
-    let text = message(&e, ConditionType::Progressing);
-    assert!(
-        text.contains(
-            "invalid ClusterExtension configuration: invalid configuration: field \"watchNamespace\" must match pattern"
-        ),
-        "{text}"
-    );
-    patch_spec(
-        &api,
-        &name,
-        json!({"config": inline_config(json!({"watchNamespace": watched}))}),
-    )
-    .await;
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
-        .await;
-    let d = deployment(&client, &ns, &single_bundle.deployment_name()).await;
-    assert_eq!(target_namespaces(&d), Some(watched.clone()));
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
-    delete_namespace(&client, &watched).await;
 
     // AllNamespaces only: watchNamespace is unknown; deploymentConfig reaches the Deployment.
-    let ns = create_namespace(&client, "all").await;
-    let name = unique_name("ext");
-    let mut body = oc.extension(&name, &ns, &all, &all_fixture.catalog, None);
-    body["spec"]["config"] = inline_config(json!({"watchNamespace": ns}));
-    create_extension(body).await;
-    let e = oc
-        .wait_condition(
-            &api,
-            &name,
-            ConditionType::Progressing,
-            "False",
-            "InvalidConfiguration",
+    let ns = scenario.namespace("all").await;
+    let watch_own = json!({"watchNamespace": ns});
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&all, &ns).inline_config(watch_own))
+        .await;
+    scenario
+        .wait_for(
+            &ext,
+            INVALID_CONFIGURATION.message(Message::ends_with(format!(
+                "{CONFIGURATION_ERROR} unknown field \"watchNamespace\""
+            ))),
         )
         .await;
-    assert!(
-        message(&e, ConditionType::Progressing).ends_with(
-            "invalid ClusterExtension configuration: invalid configuration: unknown field \"watchNamespace\""
-        ),
-        "{}",
-        message(&e, ConditionType::Progressing)
-    );
-    patch_spec(
-        &api,
-        &name,
-        json!({"config": inline_config(json!({"watchNamespace": null, "deploymentConfig": {"nodeSelector": {"kubernetes.io/os": "linux"}}}))}),
-    )
-    .await;
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
-        .await;
-    let d = deployment(&client, &ns, &format!("{all}-controller")).await;
+    let config = json!({
+        "watchNamespace": null,
+        "deploymentConfig": {"nodeSelector": {"kubernetes.io/os": "linux"}},
+    });
+    scenario.set_config(&ext, config).await;
+    scenario.wait_for(&ext, INSTALLED).await;
+    let d = deployment(&scenario, &ext, &format!("{}-controller", all.package())).await;
     let selector = d
         .spec
         .and_then(|s| s.template.spec)
@@ -331,26 +222,19 @@ async fn install_mode_configuration_errors_and_success() {
         selector.get("kubernetes.io/os").map(String::as_str),
         Some("linux")
     );
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
+    scenario.finish().await;
 }
 
 /// user-managed-fields.feature: labels, annotations and a `rollout restart` a user adds to an
 /// installed Deployment survive the controller's drift repair.
 #[tokio::test]
 async fn user_managed_fields_survive_drift_repair() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let oc = OperatorController::start(Options::new(&env.registry)).await;
-    let ns = create_namespace(&client, "userfields").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
-        .await;
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    let deployment_name = format!("{}-controller", fixture.package);
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let ns = scenario.namespace("userfields").await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
+    let deployments = scenario.deployments(&ext);
+    let deployment_name = format!("{}-controller", catalog.package());
     deployments
         .patch(
             &deployment_name,
@@ -365,14 +249,9 @@ async fn user_managed_fields_survive_drift_repair() {
         .await
         .unwrap();
     // Force a drift repair: delete an object of the release and wait until it is back.
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    cms.delete("test-configmap", &DeleteParams::default())
-        .await
-        .unwrap();
-    oc.eventually("the ConfigMap to be restored", || async {
-        cms.get_opt("test-configmap").await.ok().flatten()
-    })
-    .await;
+    scenario
+        .delete_configmap_and_wait_restored(&ext, "the ConfigMap to be restored")
+        .await;
     let d = deployments.get(&deployment_name).await.unwrap();
     assert_eq!(
         d.metadata
@@ -399,46 +278,42 @@ async fn user_managed_fields_survive_drift_repair() {
             .map(String::as_str),
         Some("2026-01-01T00:00:00Z")
     );
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
+    scenario.finish().await;
 }
 
 /// Issue 11 item 6: with `--honor-service-account`, `spec.serviceAccount` without RBAC is
 /// reported (every missing permission in one message, Retrying) and installs once it is granted.
 #[tokio::test]
 async fn a_service_account_without_rbac_is_reported_then_installs() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let mut options = Options::new(&env.registry);
-    options.args.push("--honor-service-account".into());
-    let oc = OperatorController::start(options).await;
-    let ns = create_namespace(&client, "sa").await;
-    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    let mut scenario = Scenario::builder()
+        .controller_arg("--honor-service-account")
+        .start()
+        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let ns = scenario.namespace("sa").await;
+    let sas: Api<ServiceAccount> = Api::namespaced(scenario.client.clone(), &ns);
     sas.create(
         &PostParams::default(),
         &serde_json::from_value(json!({"metadata": {"name": "installer"}})).unwrap(),
     )
     .await
     .unwrap();
-    let api = extensions().await;
-    let name = unique_name("ext");
-    let mut body = oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None);
-    body["spec"]["serviceAccount"] = json!({"name": "installer"});
-    create_extension(body).await;
-    let e = oc
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Retrying")
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&catalog, &ns).service_account("installer"))
         .await;
-    let text = message(&e, ConditionType::Progressing);
-    assert!(
-        text.contains(&format!("system:serviceaccount:{ns}:installer")),
-        "{text}"
-    );
-    assert!(text.contains("configmaps"), "{text}");
+    let e = scenario
+        .wait_for(
+            &ext,
+            RETRYING.message(
+                Message::contains(format!("system:serviceaccount:{ns}:installer"))
+                    .and(Message::contains("configmaps")),
+            ),
+        )
+        .await;
     assert_eq!(message(&e, ConditionType::Installed), "No bundle installed");
 
     let binding_name = unique_name("installer-admin");
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(scenario.client.clone());
     bindings
         .create(
             &PostParams::default(),
@@ -451,155 +326,102 @@ async fn a_service_account_without_rbac_is_reported_then_installs() {
         )
         .await
         .unwrap();
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
-        .await;
-    delete_extension(&oc, &api, &name).await;
+    scenario.wait_for(&ext, INSTALLED).await;
+    scenario.delete_extension(&ext).await;
     let _ = bindings
         .delete(&binding_name, &DeleteParams::default())
         .await;
-    delete_namespace(&client, &ns).await;
+    scenario.finish().await;
 }
 
 /// Killing the controller while it installs: a new one converges (a release record left
 /// `pending-install` by the killed one is marked failed and the install is done again).
 #[tokio::test]
 async fn a_controller_killed_mid_install_converges_after_restart() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let mut options = Options::new(&env.registry);
-    let system_namespace = options.system_namespace.clone();
-    let instance = options.instance.clone();
-    let mut first = OperatorController::start(options).await;
-    let ns = create_namespace(&client, "killed").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    create_extension(first.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let ns = scenario.namespace("killed").await;
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&catalog, &ns))
+        .await;
     // As soon as the first release record exists the install is under way: kill it there.
-    first
+    scenario
         .eventually("a release record", || async {
-            (!crate::extension_install::release_secrets(&first, &name)
-                .await
-                .is_empty())
-            .then_some(())
+            (!scenario.release_records(&ext).await.is_empty()).then_some(())
         })
         .await;
-    first.stop(Duration::ZERO);
-    drop(first);
+    scenario.kill_controller();
 
-    options = Options::new(&env.registry);
-    options.system_namespace = system_namespace;
-    options.instance = instance;
-    let second = OperatorController::start(options).await;
-    let e = second
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+    scenario.start_controller().await;
+    scenario
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.0.0")))
         .await;
-    assert_eq!(
-        installed_bundle(&e),
-        Some((bundle_name(&fixture.package, "1.0.0"), "1.0.0".into()))
-    );
-    delete_extension(&second, &api, &name).await;
-    delete_namespace(&client, &ns).await;
+    scenario.finish().await;
 }
 
 /// Bad input: an unpullable bundle and a bundle failing validation are reported as `Retrying`
 /// with a clear message, and the installed bundle stays installed and repaired.
 #[tokio::test]
 async fn unpullable_and_invalid_bundles_keep_the_installed_one() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let package = unique_name("pkg");
-    let mut invalid = BundleSpec::new(&package, "1.0.2");
-    // The CSV owns a CRD the bundle does not ship: upstream's validator refuses it.
-    invalid.manifests.retain(|(f, _)| f != "crd.json");
-    let bundles = [BundleSpec::new(&package, "1.0.0"), invalid];
-    let missing = env
-        .registry
-        .image(&format!("{}:never-pushed", unique_name("missing")));
-    let fixture = Fixture::with_catalog(
-        &env.registry,
-        &package,
-        &bundles,
-        vec![ChannelSpec {
-            name: "stable".into(),
-            entries: chain(&package, &["1.0.0", "1.0.1", "1.0.2"]),
-        }],
-        [("1.0.1".to_string(), missing)].into(),
-    )
-    .await;
-    let oc = OperatorController::start(Options::new(&env.registry)).await;
-    let ns = create_namespace(&client, "badinput").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &package, &fixture.catalog, Some("1.0.0"))).await;
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
-        .await;
-
-    // 1.0.1 is listed in the catalog with an image that was never pushed.
-    patch_spec(
-        &api,
-        &name,
-        json!({"source": {"catalog": {"version": "1.0.1"}}}),
-    )
-    .await;
-    let e = oc
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Retrying")
-        .await;
-    let text = message(&e, ConditionType::Progressing);
-    assert!(
-        text.starts_with(&format!(
-            "error for resolved bundle \"{}\" with version \"1.0.1\": ",
-            bundle_name(&package, "1.0.1")
-        )),
-        "{text}"
-    );
-    assert_eq!(
-        installed_bundle(&e),
-        Some((bundle_name(&package, "1.0.0"), "1.0.0".into()))
-    );
-
-    patch_spec(&api, &name, json!({"source": {"catalog": {"version": "1.0.2", "upgradeConstraintPolicy": "SelfCertified"}}})).await;
-    let e = oc
-        .wait_progressing(&api, &name, "Retrying", |m| {
-            m.contains("not found in bundle")
-        })
-        .await;
-    assert_eq!(
-        message(&e, ConditionType::Progressing),
-        format!(
-            "error for resolved bundle \"{}\" with version \"1.0.2\": cluster service definition references owned custom resource definition 'widgets.{package}.e2e.olm.test' not found in bundle",
-            bundle_name(&package, "1.0.2")
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario
+        .publish(
+            Package::new("pkg")
+                .bundle("1.0.0")
+                // Listed in the catalog with an image that was never pushed.
+                .bundle("1.0.1")
+                .not_pushed()
+                // The CSV owns a CRD the bundle does not ship: upstream's validator refuses it.
+                .bundle_with("1.0.2", |b| b.manifests.retain(|(f, _)| f != "crd.json")),
         )
+        .await;
+    let package = catalog.package();
+    let ns = scenario.namespace("badinput").await;
+    let ext = scenario
+        .install(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
+        .await;
+
+    scenario.set_version(&ext, "1.0.1").await;
+    scenario
+        .wait_for(
+            &ext,
+            RETRYING
+                .message(Message::starts_with(format!(
+                    "error for resolved bundle \"{}\" with version \"1.0.1\": ",
+                    catalog.bundle("1.0.1").0
+                )))
+                .bundle(catalog.bundle("1.0.0")),
+        )
+        .await;
+
+    scenario
+        .patch_spec(
+            &ext,
+            json!({"source": {"catalog": {"version": "1.0.2", "upgradeConstraintPolicy": "SelfCertified"}}}),
+        )
+        .await;
+    let invalid = format!(
+        "error for resolved bundle \"{}\" with version \"1.0.2\": cluster service definition references owned custom resource definition 'widgets.{package}.e2e.olm.test' not found in bundle",
+        catalog.bundle("1.0.2").0
     );
-    assert_eq!(
-        installed_bundle(&e),
-        Some((bundle_name(&package, "1.0.0"), "1.0.0".into()))
-    );
-    assert!(
-        Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .get_opt("test-configmap")
-            .await
-            .unwrap()
-            .is_some()
-    );
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
+    let refused = RETRYING
+        .until_message(Message::contains("not found in bundle"))
+        .message(Message::exact(invalid));
+    scenario
+        .wait_for(&ext, refused.bundle(catalog.bundle("1.0.0")))
+        .await;
+    assert!(scenario.configmap_version(&ext).await.is_some());
+    scenario.finish().await;
 }
 
 /// Bad input: a catalog whose content server answers garbage gives a clear `Retrying`
 /// condition naming the catalog; nothing installed is lost.
 #[tokio::test]
 async fn a_catalog_serving_garbage_is_reported_and_the_installed_bundle_stays() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let oc = OperatorController::start(Options::new(&env.registry)).await;
-    let ns = create_namespace(&client, "garbage").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
-        .await;
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let ns = scenario.namespace("garbage").await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
 
     // A content server on loopback that answers every request with bytes that are no FBC.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -628,7 +450,7 @@ async fn a_catalog_serving_garbage_is_reported_and_the_installed_bundle_stays() 
     });
     // A ClusterCatalog no catalogd manages, its status written as catalogd would.
     let garbage = unique_name("garbage");
-    let catalogs = &fixture.catalogs.api;
+    let catalogs = &scenario.catalogs.api;
     catalogs
         .create(
             &PostParams::default(),
@@ -651,31 +473,27 @@ async fn a_catalog_serving_garbage_is_reported_and_the_installed_bundle_stays() 
         .patch_status(&garbage, &PatchParams::default(), &Patch::Merge(status))
         .await
         .unwrap();
-    patch_spec(
-        &api,
-        &name,
-        json!({"source": {"catalog": {"selector": {"matchLabels": {CATALOG_NAME_LABEL: garbage}}}}}),
-    )
-    .await;
-    let e = oc
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Retrying")
+    scenario
+        .patch_spec(
+            &ext,
+            json!({"source": {"catalog": {"selector": {"matchLabels": {CATALOG_NAME_LABEL: garbage}}}}}),
+        )
         .await;
-    let text = message(&e, ConditionType::Progressing);
-    assert!(
-        text.starts_with(&format!(
-            "error walking catalogs: error getting package \"{}\" from catalog \"{garbage}\": ",
-            fixture.package
-        )),
-        "{text}"
+    let unreadable = format!(
+        "error walking catalogs: error getting package \"{}\" from catalog \"{garbage}\": ",
+        catalog.package()
     );
-    assert_eq!(
-        installed_bundle(&e),
-        Some((bundle_name(&fixture.package, "1.0.0"), "1.0.0".into()))
-    );
+    scenario
+        .wait_for(
+            &ext,
+            RETRYING
+                .message(Message::starts_with(unreadable))
+                .bundle(catalog.bundle("1.0.0")),
+        )
+        .await;
     server.abort();
     let _ = catalogs.delete(&garbage, &DeleteParams::default()).await;
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
+    scenario.finish().await;
 }
 
 /// Bad input: an invalid configuration on an installed extension is a terminal
@@ -683,62 +501,32 @@ async fn a_catalog_serving_garbage_is_reported_and_the_installed_bundle_stays() 
 /// configuration reconciles again.
 #[tokio::test]
 async fn an_invalid_configuration_keeps_the_installed_bundle() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let oc = OperatorController::start(Options::new(&env.registry)).await;
-    let ns = create_namespace(&client, "badconfig").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
-    oc.wait_condition(&api, &name, ConditionType::Installed, "True", "Succeeded")
-        .await;
-    patch_spec(
-        &api,
-        &name,
-        json!({"config": inline_config(json!({"deploymentConfig": {"nodeSelector": "not a map"}}))}),
-    )
-    .await;
-    let e = oc
-        .wait_condition(
-            &api,
-            &name,
-            ConditionType::Progressing,
-            "False",
-            "InvalidConfiguration",
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let ns = scenario.namespace("badconfig").await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
+    scenario
+        .set_config(
+            &ext,
+            json!({"deploymentConfig": {"nodeSelector": "not a map"}}),
         )
         .await;
-    let text = message(&e, ConditionType::Progressing);
-    assert!(
-        text.starts_with(&format!(
-            "error for resolved bundle \"{}\" with version \"1.0.0\": invalid ClusterExtension configuration: invalid configuration: ",
-            bundle_name(&fixture.package, "1.0.0")
-        )),
-        "{text}"
-    );
-    assert!(text.contains("nodeSelector"), "{text}");
-    assert_eq!(
-        installed_bundle(&e),
-        Some((bundle_name(&fixture.package, "1.0.0"), "1.0.0".into()))
-    );
-    assert!(
-        Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .get_opt("test-configmap")
-            .await
-            .unwrap()
-            .is_some()
-    );
-    api.patch(
-        &name,
-        &PatchParams::default(),
-        &Patch::Json::<()>(
-            serde_json::from_value(json!([{"op": "remove", "path": "/spec/config"}])).unwrap(),
-        ),
-    )
-    .await
-    .unwrap();
-    oc.wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+    let refused = Message::starts_with(format!(
+        "error for resolved bundle \"{}\" with version \"1.0.0\": {CONFIGURATION_ERROR} ",
+        catalog.bundle("1.0.0").0
+    ))
+    .and(Message::contains("nodeSelector"));
+    scenario
+        .wait_for(
+            &ext,
+            INVALID_CONFIGURATION
+                .message(refused)
+                .bundle(catalog.bundle("1.0.0")),
+        )
         .await;
-    delete_extension(&oc, &api, &name).await;
-    delete_namespace(&client, &ns).await;
+    assert!(scenario.configmap_version(&ext).await.is_some());
+    // Removing the configuration reconciles again.
+    scenario.patch_spec(&ext, json!({"config": null})).await;
+    scenario.wait_for(&ext, DESIRED_STATE).await;
+    scenario.finish().await;
 }

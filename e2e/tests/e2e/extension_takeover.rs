@@ -11,12 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DynamicObject, GroupVersionKind, PostParams};
-use olm_api::v1::ConditionType;
-use olm_e2e::operator_controller::{
-    BundleSpec, OperatorController, Options, bundle_name, extension_body, installed_bundle,
-};
+use olm_e2e::operator_controller::BundleSpec;
+use olm_e2e::scenario::{DESIRED_STATE, ExtensionSpec, ObjectKey, Package, Scenario};
 use olm_operator_core::release::history::{self, NewRelease};
 use olm_operator_core::release::manifest::manifest_objects;
 use olm_operator_core::release::render::{PostRenderContext, render_release};
@@ -27,34 +24,19 @@ use operator_controller::controller::reconcile::{bundle_manifests, chart_objects
 use operator_controller::storage::ReleaseStore;
 use operator_controller::storage::scopes::discover_scopes;
 
-use crate::extension_install::{
-    Fixture, create_extension, delete_extension, extensions, release_secrets,
-};
-use crate::support::{create_namespace, create_namespace_named, delete_namespace, unique_name};
-
 #[tokio::test]
 async fn an_install_recorded_in_upstreams_format_is_taken_over_without_redeploying() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = Fixture::new(&env.registry, &["1.0.0"]).await;
-    let package = fixture.package.clone();
-    let options = Options::new(&env.registry);
-    let system = create_namespace_named(&client, &options.system_namespace).await;
-    let ns = create_namespace(&client, "takeover").await;
-
     // The extension exists (upstream installed it); no controller of ours runs yet.
-    let api = extensions().await;
-    let name = unique_name("ext");
-    create_extension(extension_body(
-        &options.instance,
-        &name,
-        &ns,
-        &package,
-        &fixture.catalog,
-        None,
-    ))
-    .await;
-    let uid = api.get(&name).await.unwrap().metadata.uid.unwrap();
+    let mut scenario = Scenario::builder().controller_started_later().start().await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let package = catalog.package().to_owned();
+    let client = scenario.client.clone();
+    let ns = scenario.namespace("takeover").await;
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&catalog, &ns))
+        .await;
+    let name = ext.name.clone();
+    let uid = scenario.get(&ext).await.metadata.uid.unwrap();
 
     // What upstream rendered and recorded for bundle 1.0.0.
     let dir = tempfile::tempdir().unwrap();
@@ -77,23 +59,18 @@ async fn an_install_recorded_in_upstreams_format_is_taken_over_without_redeployi
     };
     let (chart, manifest) =
         render_release(&objects, &rendered.annotations, &context, &scopes).unwrap();
-    let image = fixture.images["1.0.0"].clone();
+    let image = catalog.bundle_image("1.0.0").to_owned();
+    let (bundle, version) = catalog.bundle("1.0.0");
     let mut release = history::install_release(NewRelease {
         name: &name,
         namespace: &ns,
         chart,
         manifest: manifest.clone(),
-        labels: history::bundle_labels(
-            &package,
-            &bundle_name(&package, "1.0.0"),
-            "1.0.0",
-            &image,
-            None,
-        ),
+        labels: history::bundle_labels(&package, &bundle, &version, &image, None),
         now: k8s_openapi::jiff::Timestamp::now(),
     });
     history::set_status(&mut release, "deployed", history::INSTALL_COMPLETE);
-    let store = ReleaseStore::new(client.clone(), &system);
+    let store = ReleaseStore::new(client.clone(), &scenario.settings.system_namespace);
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     store
         .create(
@@ -127,48 +104,44 @@ async fn an_install_recorded_in_upstreams_format_is_taken_over_without_redeployi
         .await
         .unwrap_or_else(|e| panic!("create {}: {e}", object["kind"]));
     }
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     let deployment_name = format!("{package}-controller");
-    let before = deployments.get(&deployment_name).await.unwrap();
+    let before = scenario
+        .snapshot(ObjectKey::namespaced(
+            "apps/v1",
+            "Deployment",
+            &ns,
+            &deployment_name,
+        ))
+        .await;
 
     // Our controller takes over.
-    let oc = OperatorController::start(options).await;
-    let e = oc
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+    scenario.start_controller().await;
+    scenario
+        .wait_for(&ext, DESIRED_STATE.bundle(catalog.bundle("1.0.0")))
+        .await;
+    before
+        .assert_unchanged_at(&["/metadata/uid"], "not redeployed")
+        .await;
+    before
+        .assert_unchanged_at(
+            &["/spec/template"],
+            "the pod template is unchanged (no rollout)",
+        )
         .await;
     assert_eq!(
-        installed_bundle(&e),
-        Some((bundle_name(&package, "1.0.0"), "1.0.0".into()))
-    );
-    let after = deployments.get(&deployment_name).await.unwrap();
-    assert_eq!(after.metadata.uid, before.metadata.uid, "not redeployed");
-    assert_eq!(
-        after.spec.as_ref().map(|s| &s.template),
-        before.spec.as_ref().map(|s| &s.template),
-        "the pod template is unchanged (no rollout)"
-    );
-    let records = release_secrets(&oc, &name).await;
-    let versions: BTreeMap<String, String> = records
-        .iter()
-        .map(|s| {
-            let labels = s.metadata.labels.clone().unwrap_or_default();
-            (labels["version"].clone(), labels["status"].clone())
-        })
-        .collect();
-    assert_eq!(
-        versions,
+        scenario.release_records(&ext).await.by_revision(),
         BTreeMap::from([("1".to_string(), "deployed".to_string())]),
         "upstream's record is the installed state; nothing new was recorded"
     );
 
-    delete_extension(&oc, &api, &name).await;
+    scenario.delete_extension(&ext).await;
     assert!(
-        deployments
+        scenario
+            .deployments(&ext)
             .get_opt(&deployment_name)
             .await
             .unwrap()
             .is_none()
     );
-    delete_namespace(&client, &ns).await;
-    delete_namespace(&client, &system).await;
+    scenario.finish().await;
 }

@@ -10,19 +10,17 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, DeleteParams, ListParams};
 use olm_api::v1::{ClusterCatalog, ConditionType, find_condition};
 use olm_e2e::catalogd::{Catalogd, Options as CatalogdOptions, all_path, catalogs};
-use olm_e2e::operator_controller::{BundleSpec, OperatorController, Options};
+use olm_e2e::operator_controller::{OperatorController, Options};
 use olm_e2e::registry::Registry;
 use olm_e2e::release::manifest::component_rbac;
+use olm_e2e::scenario::{ExtensionSpec, ObjectKey, Package, Snapshot, delete_extension};
 use serde_json::Value;
 
-use crate::extension_install::{
-    catalog_spec, chain, create_extension, delete_extension, extensions,
-};
 use crate::release_manifest::apply;
 use crate::support::{create_namespace, delete_namespace, unique_name};
 
@@ -96,17 +94,14 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
         run_as_manifest_rbac(&client, "operator-controller", &system, &suffix).await;
 
     // A bundle and a catalog listing it.
-    let package = unique_name("pkg");
+    let package = Package::new("pkg").versions(&["1.0.0"]);
     let bundle_repo = unique_name("upgrade-bundles");
-    let bundle = BundleSpec::new(&package, "1.0.0");
     let images = BTreeMap::from([(
         "1.0.0".to_string(),
-        bundle.push(registry, &bundle_repo).await,
+        package.rows[0].bundle.push(registry, &bundle_repo).await,
     )]);
     let catalog_repo = unique_name("upgrade-catalog");
-    let catalog_image = catalog_spec(&package, &images, &chain(&package, &["1.0.0"]))
-        .push(registry, &catalog_repo, "latest")
-        .await;
+    let catalog_image = package.push_catalog(registry, &catalog_repo, &images).await;
 
     let catalogd_cache = tempfile::tempdir().unwrap();
     let oc_cache = tempfile::tempdir().unwrap();
@@ -148,9 +143,11 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
         .await
         .unwrap();
     let ns = create_namespace(&client, "upgrade-install").await;
-    let extension_api = extensions().await;
-    let extension = unique_name("ext");
-    create_extension(old_oc.extension(&extension, &ns, &package, &catalog, None)).await;
+    let extension_api = Api::all(client.clone());
+    let extension = ExtensionSpec::of_package(&package.name, &catalog, &ns)
+        .create(&extension_api, &oc_instance)
+        .await
+        .name;
     old_oc
         .wait_condition(
             &extension_api,
@@ -170,8 +167,11 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
             "ProbesSucceeded",
         )
         .await;
-    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    let configmap_before = configmaps.get("test-configmap").await.unwrap();
+    let configmap_before = Snapshot::of(
+        &client,
+        ObjectKey::namespaced("v1", "ConfigMap", &ns, "test-configmap"),
+    )
+    .await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &system);
     let secret_versions = |list: Vec<Secret>| {
         list.into_iter()
@@ -245,16 +245,12 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
         installed_after.status, installed_before.status,
         "the extension's status changed across the upgrade"
     );
-    assert_eq!(
-        configmaps
-            .get("test-configmap")
-            .await
-            .unwrap()
-            .metadata
-            .resource_version,
-        configmap_before.metadata.resource_version,
-        "an installed object was written again"
-    );
+    configmap_before
+        .assert_unchanged_at(
+            &["/metadata/resourceVersion"],
+            "an installed object was written again",
+        )
+        .await;
     assert_eq!(
         secret_versions(secrets.list(&ListParams::default()).await.unwrap().items),
         release_before,
@@ -283,7 +279,7 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
         "the new operator-controller unpacked a bundle again"
     );
 
-    delete_extension(&new_oc, &extension_api, &extension).await;
+    delete_extension(&extension_api, &extension, &new_oc).await;
     catalog_api
         .delete(&catalog, &DeleteParams::default())
         .await

@@ -39,6 +39,7 @@ pub async fn create_namespace(client: &kube::Client, prefix: &str) -> String {
 }
 
 /// Creates the namespace `name` and returns it.
+#[allow(dead_code)] // used by extension_trust.rs
 pub async fn create_namespace_named(client: &kube::Client, name: &str) -> String {
     let namespace: Namespace = serde_json::from_value(serde_json::json!({
         "apiVersion": "v1",

@@ -11,100 +11,70 @@
 //! checked, not admission calls. Exact strings: the collision message is upstream's
 //! (`action/error/errors.go`, install-path.md §1 and `apply_plan::ownership`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use olm_api::v1::{ClusterExtension, ConditionType};
-use olm_e2e::operator_controller::{
-    BundleSpec, Catalogs, OperatorController, Options, bundle_name, message,
+use olm_e2e::operator_controller::BundleSpec;
+use olm_e2e::scenario::{
+    DESIRED_STATE, ExtensionSpec, Message, OWNER_NAME_LABEL, Package, Published, RETRYING, Scenario,
 };
-use olm_e2e::registry::Registry;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use serde_json::{Value, json};
-
-use crate::extension_install::{catalog_spec, create_extension, delete_extension, extensions};
-use crate::support::{create_namespace, unique_name};
+use serde_json::json;
 
 const PROVIDER_LABEL: &str = "olm.operatorframework.io/webhook-cert-provider";
 
-/// A package whose one bundle has a validating, a mutating and a conversion webhook on its
-/// Deployment; pushed and served by a catalogd of the test's own.
-struct WebhookFixture {
-    package: String,
-    catalogs: Catalogs,
-    catalog: String,
+/// The bundle gets a validating, a mutating and a conversion webhook on its Deployment.
+fn with_webhooks(spec: &mut BundleSpec) {
+    let group = format!("{}.e2e.olm.test", spec.package);
+    let rules = json!([{"apiGroups": [group], "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]}]);
+    let common = |type_: &str, name: &str, path: &str| {
+        json!({"type": type_, "generateName": format!("{name}.{group}"),
+            "deploymentName": spec.deployment_name(), "containerPort": 443, "targetPort": 9443,
+            "sideEffects": "None", "admissionReviewVersions": ["v1"], "webhookPath": path})
+    };
+    let mut validating = common("ValidatingAdmissionWebhook", "vwidget", "/validate");
+    validating["rules"] = rules.clone();
+    validating["failurePolicy"] = json!("Ignore");
+    let mut mutating = common("MutatingAdmissionWebhook", "mwidget", "/mutate");
+    mutating["rules"] = rules;
+    mutating["failurePolicy"] = json!("Ignore");
+    let mut conversion = common("ConversionWebhook", "cwidget", "/convert");
+    conversion["conversionCRDs"] = json!([format!("widgets.{group}")]);
+    spec.csv_spec.insert(
+        "webhookdefinitions".into(),
+        json!([validating, mutating, conversion]),
+    );
 }
 
-impl WebhookFixture {
-    async fn new(registry: &Registry) -> WebhookFixture {
-        let package = unique_name("hooks");
-        let spec = BundleSpec::new(&package, "1.0.0");
-        let dir = tempfile::tempdir().unwrap();
-        spec.write(dir.path());
-        // The CSV BundleSpec writes, plus the three webhook definitions.
-        let csv_path = dir.path().join("manifests/csv.json");
-        let mut csv: Value = serde_json::from_slice(&std::fs::read(&csv_path).unwrap()).unwrap();
-        let group = format!("{package}.e2e.olm.test");
-        let rules = json!([{"apiGroups": [group], "apiVersions": ["v1"],
-            "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]}]);
-        let common = |type_: &str, name: &str, path: &str| {
-            json!({"type": type_, "generateName": format!("{name}.{group}"),
-                "deploymentName": spec.deployment_name(), "containerPort": 443, "targetPort": 9443,
-                "sideEffects": "None", "admissionReviewVersions": ["v1"], "webhookPath": path})
-        };
-        let mut validating = common("ValidatingAdmissionWebhook", "vwidget", "/validate");
-        validating["rules"] = rules.clone();
-        validating["failurePolicy"] = json!("Ignore");
-        let mut mutating = common("MutatingAdmissionWebhook", "mwidget", "/mutate");
-        mutating["rules"] = rules;
-        mutating["failurePolicy"] = json!("Ignore");
-        let mut conversion = common("ConversionWebhook", "cwidget", "/convert");
-        conversion["conversionCRDs"] = json!([format!("widgets.{group}")]);
-        csv["spec"]["webhookdefinitions"] = json!([validating, mutating, conversion]);
-        std::fs::write(&csv_path, csv.to_string()).unwrap();
+/// A package whose one bundle has webhooks ([`with_webhooks`]), published in the scenario.
+async fn publish_webhook_package(scenario: &Scenario) -> Published {
+    scenario
+        .publish(Package::new("hooks").bundle_with("1.0.0", with_webhooks))
+        .await
+}
 
-        let repo = unique_name("bundles");
-        let tag = format!("{repo}:v1.0.0");
-        olm_e2e::images::push_bundle(registry, &tag, dir.path(), &package, &["stable"])
-            .await
-            .unwrap_or_else(|e| panic!("push {tag}: {e}"));
-        let images = BTreeMap::from([("1.0.0".to_owned(), registry.image(&tag))]);
-        let catalog_image =
-            catalog_spec(&package, &images, &[(bundle_name(&package, "1.0.0"), None)])
-                .push(registry, &unique_name("catalog"), "latest")
-                .await;
-        let catalogs = Catalogs::start(registry).await;
-        let catalog = catalogs.serve("cat", &catalog_image, Some(1)).await;
-        WebhookFixture {
-            package,
-            catalogs,
-            catalog,
-        }
-    }
+/// The webhook Service of the package's Deployment (upstream's name).
+fn service(catalog: &Published) -> String {
+    format!("{}-controller-service", catalog.package())
+}
 
-    /// The webhook Service and its serving Secret (upstream's names).
-    fn service(&self) -> String {
-        format!("{}-controller-service", self.package)
-    }
+/// The webhook Service's serving Secret (upstream's name).
+fn serving_secret(catalog: &Published) -> String {
+    format!("{}-cert", service(catalog))
+}
 
-    fn secret(&self) -> String {
-        format!("{}-cert", self.service())
-    }
-
-    fn crd(&self) -> String {
-        format!("widgets.{}.e2e.olm.test", self.package)
-    }
+fn crd(catalog: &Published) -> String {
+    format!("widgets.{}.e2e.olm.test", catalog.package())
 }
 
 /// Whether `bundle_pem` makes a TLS client accept `cert_pem` as a server certificate for
@@ -144,7 +114,7 @@ fn certificates_in(bundle: &[u8]) -> Vec<Vec<u8>> {
 /// The CA bundles (decoded) of the extension's webhook configurations and CRD, in the order
 /// validating, mutating, conversion; `None` where a bundle is missing.
 async fn injected(client: &kube::Client, extension: &str, crd_name: &str) -> Vec<Option<Vec<u8>>> {
-    let selector = format!("olm.operatorframework.io/owner-name={extension}");
+    let selector = format!("{OWNER_NAME_LABEL}={extension}");
     let decode = |b: Option<&k8s_openapi::ByteString>| b.map(|b| b.0.clone());
     let mut out = Vec::new();
     let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
@@ -195,28 +165,30 @@ async fn one_bundle(client: &kube::Client, extension: &str, crd: &str) -> Option
 
 #[tokio::test]
 async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secrets() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = WebhookFixture::new(&env.registry).await;
     // No --cert-provider: the test plane serves neither cert-manager nor service-ca, so the
     // built-in provider is detected. Certificates valid for 90 s: a CA rotation starts about
     // a minute after install, with overlaps of 9 s.
-    let mut options = Options::new(&env.registry);
-    options.args = vec!["--builtin-cert-validity=90s".into()];
-    let oc = OperatorController::start(options).await;
-    let ns = create_namespace(&client, "hooks").await;
-    let api = extensions().await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
-
-    let installed = oc
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+    let mut scenario = Scenario::builder()
+        .controller_arg("--builtin-cert-validity=90s")
+        .start()
         .await;
-    assert_eq!(
-        message(&installed, ConditionType::Progressing),
-        "Desired state reached\nwebhook certificates are issued by operator-controller's built-in provider (neither cert-manager nor OpenShift service-ca was detected)"
-    );
-    let service = fixture.service();
+    let catalog = publish_webhook_package(&scenario).await;
+    let client = scenario.client.clone();
+    let ns = scenario.namespace("hooks").await;
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&catalog, &ns))
+        .await;
+    let name = ext.name.clone();
+
+    let installed = scenario
+        .wait_for(
+            &ext,
+            DESIRED_STATE.message(Message::exact(
+                "Desired state reached\nwebhook certificates are issued by operator-controller's built-in provider (neither cert-manager nor OpenShift service-ca was detected)",
+            )),
+        )
+        .await;
+    let service = service(&catalog);
     let dns_names = [
         format!("{service}.{ns}"),
         format!("{service}.{ns}.svc"),
@@ -224,9 +196,9 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
     ];
 
     // The Deployment mounts the serving Secret (the shared volume fix-up).
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    let deployment = deployments
-        .get(&format!("{}-controller", fixture.package))
+    let deployment = scenario
+        .deployments(&ext)
+        .get(&format!("{}-controller", catalog.package()))
         .await
         .unwrap();
     let volumes = deployment
@@ -242,14 +214,19 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
         .filter(|v| v.name == "webhook-cert" || v.name == "apiservice-cert")
         .filter_map(|v| v.secret.as_ref()?.secret_name.clone())
         .collect();
-    assert_eq!(mounted, vec![fixture.secret(), fixture.secret()]);
+    assert_eq!(
+        mounted,
+        vec![serving_secret(&catalog), serving_secret(&catalog)]
+    );
 
     // Each bundle verifies the mounted serving certificate for each DNS name.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    let cert = serving_cert(&secrets, &fixture.secret()).await.unwrap();
-    let bundle = oc
+    let cert = serving_cert(&secrets, &serving_secret(&catalog))
+        .await
+        .unwrap();
+    let bundle = scenario
         .eventually("all three CA bundles injected", || async {
-            one_bundle(&client, &name, &fixture.crd()).await
+            one_bundle(&client, &name, &crd(&catalog)).await
         })
         .await;
     assert_eq!(certificates_in(&bundle).len(), 1);
@@ -257,7 +234,7 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
         assert!(verifies(&bundle, &cert, dns), "{dns}");
     }
     assert!(!verifies(&bundle, &cert, &format!("other.{ns}.svc")));
-    let secret = secrets.get(&fixture.secret()).await.unwrap();
+    let secret = secrets.get(&serving_secret(&catalog)).await.unwrap();
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
     let owner = &secret.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
@@ -271,7 +248,7 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
     // Someone clears the validating webhook's caBundle: it is restored.
     let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let vwc = vwcs
-        .list(&ListParams::default().labels(&format!("olm.operatorframework.io/owner-name={name}")))
+        .list(&ListParams::default().labels(&format!("{OWNER_NAME_LABEL}={name}")))
         .await
         .unwrap()
         .items
@@ -289,35 +266,39 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
     )
     .await
     .unwrap();
-    oc.eventually("the cleared caBundle restored", || async {
-        let vwc = vwcs.get(&vwc_name).await.ok()?;
-        let restored = vwc.webhooks?.first()?.client_config.ca_bundle.clone()?;
-        let cert = serving_cert(&secrets, &fixture.secret()).await?;
-        verifies(&restored.0, &cert, &dns_names[1]).then_some(())
-    })
-    .await;
+    scenario
+        .eventually("the cleared caBundle restored", || async {
+            let vwc = vwcs.get(&vwc_name).await.ok()?;
+            let restored = vwc.webhooks?.first()?.client_config.ca_bundle.clone()?;
+            let cert = serving_cert(&secrets, &serving_secret(&catalog)).await?;
+            verifies(&restored.0, &cert, &dns_names[1]).then_some(())
+        })
+        .await;
 
     // Someone deletes the serving Secret: a new serving certificate of the same CA is written.
     secrets
-        .delete(&fixture.secret(), &Default::default())
+        .delete(&serving_secret(&catalog), &Default::default())
         .await
         .unwrap();
-    oc.eventually("the deleted serving Secret restored", || async {
-        let restored = serving_cert(&secrets, &fixture.secret()).await?;
-        (restored != cert && verifies(&bundle, &restored, &dns_names[1])).then_some(())
-    })
-    .await;
-    let cert = serving_cert(&secrets, &fixture.secret()).await.unwrap();
+    scenario
+        .eventually("the deleted serving Secret restored", || async {
+            let restored = serving_cert(&secrets, &serving_secret(&catalog)).await?;
+            (restored != cert && verifies(&bundle, &restored, &dns_names[1])).then_some(())
+        })
+        .await;
+    let cert = serving_cert(&secrets, &serving_secret(&catalog))
+        .await
+        .unwrap();
 
     // Rotation: a second CA joins the bundle while the first still signs the serving
     // certificate; the serving certificate moves to the second CA while both are trusted;
     // then the first CA leaves the bundle. At every observation the mounted certificate
     // verifies against every injected bundle.
     let first_ca = certificates_in(&bundle).remove(0);
-    let overlap = oc
+    let overlap = scenario
         .eventually("a second CA in all three bundles", || async {
-            let bundle = one_bundle(&client, &name, &fixture.crd()).await?;
-            let cert = serving_cert(&secrets, &fixture.secret()).await?;
+            let bundle = one_bundle(&client, &name, &crd(&catalog)).await?;
+            let cert = serving_cert(&secrets, &serving_secret(&catalog)).await?;
             assert!(verifies(&bundle, &cert, &dns_names[1]), "trust broken");
             (certificates_in(&bundle).len() == 2).then_some(bundle)
         })
@@ -339,31 +320,35 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
         .into_bytes()
     };
     let (first_pem, second_pem) = (pem_of(&first_ca), pem_of(&second_ca));
-    oc.eventually(
-        "the serving certificate signed by the second CA, both trusted",
-        || async {
-            let bundle = one_bundle(&client, &name, &fixture.crd()).await?;
-            let cert = serving_cert(&secrets, &fixture.secret()).await?;
-            assert!(verifies(&bundle, &cert, &dns_names[1]), "trust broken");
-            (verifies(&second_pem, &cert, &dns_names[1]) && certificates_in(&bundle).len() == 2)
-                .then_some(())
-        },
-    )
-    .await;
-    let rotated = serving_cert(&secrets, &fixture.secret()).await.unwrap();
+    scenario
+        .eventually(
+            "the serving certificate signed by the second CA, both trusted",
+            || async {
+                let bundle = one_bundle(&client, &name, &crd(&catalog)).await?;
+                let cert = serving_cert(&secrets, &serving_secret(&catalog)).await?;
+                assert!(verifies(&bundle, &cert, &dns_names[1]), "trust broken");
+                (verifies(&second_pem, &cert, &dns_names[1]) && certificates_in(&bundle).len() == 2)
+                    .then_some(())
+            },
+        )
+        .await;
+    let rotated = serving_cert(&secrets, &serving_secret(&catalog))
+        .await
+        .unwrap();
     assert_ne!(rotated, cert, "the serving certificate was renewed");
     assert!(!verifies(&first_pem, &rotated, &dns_names[1]));
-    oc.eventually("the first CA dropped from all three bundles", || async {
-        let bundle = one_bundle(&client, &name, &fixture.crd()).await?;
-        let cert = serving_cert(&secrets, &fixture.secret()).await?;
-        assert!(verifies(&bundle, &cert, &dns_names[1]), "trust broken");
-        let cas = certificates_in(&bundle);
-        (cas.len() == 1 && cas[0] != first_ca).then_some(())
-    })
-    .await;
+    scenario
+        .eventually("the first CA dropped from all three bundles", || async {
+            let bundle = one_bundle(&client, &name, &crd(&catalog)).await?;
+            let cert = serving_cert(&secrets, &serving_secret(&catalog)).await?;
+            assert!(verifies(&bundle, &cert, &dns_names[1]), "trust broken");
+            let cas = certificates_in(&bundle);
+            (cas.len() == 1 && cas[0] != first_ca).then_some(())
+        })
+        .await;
 
     // Uninstall removes the provider's Secrets.
-    delete_extension(&oc, &api, &name).await;
+    scenario.delete_extension(&ext).await;
     let left = secrets
         .list(&ListParams::default().labels(PROVIDER_LABEL))
         .await
@@ -376,21 +361,21 @@ async fn builtin_provider_installs_webhooks_repairs_rotates_and_removes_its_secr
             .map(|s| s.metadata.name.clone())
             .collect::<Vec<_>>()
     );
-    let _ = &fixture.catalogs;
+    scenario.finish().await;
 }
 
 #[tokio::test]
 async fn a_foreign_secret_of_the_serving_secrets_name_is_a_collision_and_left_alone() {
-    let env = olm_e2e::shared().await;
-    let client = env.client().await;
-    let fixture = WebhookFixture::new(&env.registry).await;
-    let mut options = Options::new(&env.registry);
-    options.args = vec!["--cert-provider=builtin".into()];
-    let oc = OperatorController::start(options).await;
-    let ns = create_namespace(&client, "hooks").await;
+    let mut scenario = Scenario::builder()
+        .controller_arg("--cert-provider=builtin")
+        .start()
+        .await;
+    let catalog = publish_webhook_package(&scenario).await;
+    let client = scenario.client.clone();
+    let ns = scenario.namespace("hooks").await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let foreign: Secret = serde_json::from_value(json!({
-        "metadata": {"name": fixture.secret()},
+        "metadata": {"name": serving_secret(&catalog)},
         "stringData": {"tls.crt": "mine", "tls.key": "mine"},
     }))
     .unwrap();
@@ -399,16 +384,20 @@ async fn a_foreign_secret_of_the_serving_secrets_name_is_a_collision_and_left_al
         .await
         .unwrap();
 
-    let api: Api<ClusterExtension> = extensions().await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &fixture.package, &fixture.catalog, None)).await;
-    let expected = format!(
-        "Secret '{}' already exists in namespace '{ns}' and cannot be managed by operator-controller",
-        fixture.secret()
-    );
-    oc.wait_progressing(&api, &name, "Retrying", |m| m.contains(&expected))
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&catalog, &ns))
         .await;
-    let kept = secrets.get(&fixture.secret()).await.unwrap();
+    let name = ext.name.clone();
+    scenario
+        .wait_for(
+            &ext,
+            RETRYING.until_message(Message::contains(format!(
+                "Secret '{}' already exists in namespace '{ns}' and cannot be managed by operator-controller",
+                serving_secret(&catalog)
+            ))),
+        )
+        .await;
+    let kept = secrets.get(&serving_secret(&catalog)).await.unwrap();
     assert_eq!(
         kept.data.unwrap().get("tls.crt").map(|b| b.0.clone()),
         Some(b"mine".to_vec()),
@@ -417,23 +406,26 @@ async fn a_foreign_secret_of_the_serving_secrets_name_is_a_collision_and_left_al
 
     // Once it is gone, the extension installs with the provider's Secret.
     secrets
-        .delete(&fixture.secret(), &Default::default())
+        .delete(&serving_secret(&catalog), &Default::default())
         .await
         .unwrap();
-    let installed = oc
-        .wait_condition(&api, &name, ConditionType::Progressing, "True", "Succeeded")
+    scenario
+        .wait_for(
+            &ext,
+            DESIRED_STATE.message(Message::exact(
+                "Desired state reached\nwebhook certificates are issued by operator-controller's built-in provider",
+            )),
+        )
         .await;
-    assert_eq!(
-        message(&installed, ConditionType::Progressing),
-        "Desired state reached\nwebhook certificates are issued by operator-controller's built-in provider"
-    );
-    let cert = serving_cert(&secrets, &fixture.secret()).await.unwrap();
-    let bundle = oc
+    let cert = serving_cert(&secrets, &serving_secret(&catalog))
+        .await
+        .unwrap();
+    let bundle = scenario
         .eventually("all three CA bundles injected", || async {
-            one_bundle(&client, &name, &fixture.crd()).await
+            one_bundle(&client, &name, &crd(&catalog)).await
         })
         .await;
-    let dns = format!("{}.{ns}.svc", fixture.service());
+    let dns = format!("{}.{ns}.svc", service(&catalog));
     assert!(verifies(&bundle, &cert, &dns));
 
     // The CA Secret deleted: its key is gone, so a new CA replaces it in every bundle and
@@ -444,20 +436,28 @@ async fn a_foreign_secret_of_the_serving_secrets_name_is_a_collision_and_left_al
         .delete(&ca_secret, &Default::default())
         .await
         .unwrap();
-    oc.eventually(
-        "a new CA in every bundle, signing the serving certificate",
-        || async {
-            let new_bundle = one_bundle(&client, &name, &fixture.crd()).await?;
-            let new_cert = serving_cert(&secrets, &fixture.secret()).await?;
-            secrets.get_opt(&ca_secret).await.ok()??;
-            (new_bundle != bundle
-                && verifies(&new_bundle, &new_cert, &dns)
-                && !verifies(&bundle, &new_cert, &dns))
-            .then_some(())
-        },
-    )
-    .await;
-    delete_extension(&oc, &api, &name).await;
+    scenario
+        .eventually(
+            "a new CA in every bundle, signing the serving certificate",
+            || async {
+                let new_bundle = one_bundle(&client, &name, &crd(&catalog)).await?;
+                let new_cert = serving_cert(&secrets, &serving_secret(&catalog)).await?;
+                secrets.get_opt(&ca_secret).await.ok()??;
+                (new_bundle != bundle
+                    && verifies(&new_bundle, &new_cert, &dns)
+                    && !verifies(&bundle, &new_cert, &dns))
+                .then_some(())
+            },
+        )
+        .await;
+    scenario.delete_extension(&ext).await;
     assert!(secrets.get_opt(&ca_secret).await.unwrap().is_none());
-    assert!(secrets.get_opt(&fixture.secret()).await.unwrap().is_none());
+    assert!(
+        secrets
+            .get_opt(&serving_secret(&catalog))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    scenario.finish().await;
 }
