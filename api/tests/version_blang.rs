@@ -1,5 +1,6 @@
-//! blang ranges (`skipRange`) and strict versions (bundle versions): the shared conformance table,
-//! blang's quirks, its differences from the `semver` crate, and error texts.
+//! blang ranges (`skipRange`) and strict versions (bundle versions): the conformance table in
+//! `testdata/conformance`, blang's quirks, its differences from the `semver` crate, and error
+//! texts.
 #![allow(clippy::unwrap_used)]
 
 mod common;

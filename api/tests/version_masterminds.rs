@@ -1,5 +1,6 @@
-//! Masterminds constraints (`spec.source.catalog.version`): the shared conformance table, the
-//! product documentation's tables, upstream's scenarios and error texts.
+//! Masterminds constraints (`spec.source.catalog.version`): the conformance table in
+//! `testdata/conformance`, the product documentation's tables, upstream's scenarios and error
+//! texts.
 #![allow(clippy::unwrap_used)]
 
 mod common;

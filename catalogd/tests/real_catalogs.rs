@@ -1,4 +1,4 @@
-//! Every real catalog in `shared/data/catalogs` stored and served: each blob exactly once, in walk
+//! Every real catalog in `testdata/catalogs` stored and served: each blob exactly once, in walk
 //! order, as canonical compact JSON, and `/metas` filters exact.
 #![allow(clippy::unwrap_used)]
 
@@ -14,15 +14,9 @@ use catalogd::storage::Storage;
 use olm_api::fbc::{gojson, walk_metas_dir};
 use tower::ServiceExt;
 
-fn catalogs_root() -> PathBuf {
-    let mut dir = manifest_dir();
-    loop {
-        let candidate = dir.join("shared/data/catalogs");
-        if candidate.is_dir() {
-            return candidate;
-        }
-        assert!(dir.pop(), "shared/data/catalogs not found");
-    }
+/// `testdata/catalogs/<rel>` (see olm-testdata).
+fn catalog(rel: &str) -> PathBuf {
+    olm_testdata::path(&format!("catalogs/{rel}"))
 }
 
 async fn get(app: &axum::Router, uri: &str) -> String {
@@ -127,27 +121,26 @@ async fn check(dir: &Path) {
 
 #[tokio::test]
 async fn certified_operators_v4_22_is_served_blob_for_blob() {
-    check(&catalogs_root().join("certified-operators/catalogs/v4.22")).await;
+    check(&catalog("certified-operators/catalogs/v4.22")).await;
 }
 
 #[tokio::test]
 async fn community_operators_v4_22_is_served_blob_for_blob() {
-    check(&catalogs_root().join("community-operators-prod/catalogs/v4.22")).await;
+    check(&catalog("community-operators-prod/catalogs/v4.22")).await;
 }
 
 #[tokio::test]
 async fn community_operators_v4_16_with_bundle_objects_is_served_blob_for_blob() {
-    check(&catalogs_root().join("community-operators-prod/catalogs/v4.16")).await;
+    check(&catalog("community-operators-prod/catalogs/v4.16")).await;
 }
 
 #[tokio::test]
 async fn the_derived_86_mb_catalog_is_served_blob_for_blob() {
-    check(&catalogs_root().join("community-operators-prod-derived/catalog")).await;
+    check(&catalog("community-operators-prod-derived/catalog")).await;
 }
 
 #[tokio::test]
 async fn upstream_fixture_catalogs_are_served_blob_for_blob() {
-    let root = catalogs_root();
     for dir in [
         "upstream-operator-controller/testdata/images/catalogs/test-catalog/v1/configs",
         "upstream-operator-controller/testdata/images/catalogs/test-catalog/v2/configs",
@@ -158,13 +151,6 @@ async fn upstream_fixture_catalogs_are_served_blob_for_blob() {
         "upstream-operator-registry/fbc-dir/file-based-catalog",
         "upstream-operator-registry/test/e2e/testdata/test-configs/prometheus",
     ] {
-        check(&root.join(dir)).await;
+        check(&catalog(dir)).await;
     }
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

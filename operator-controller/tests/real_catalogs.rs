@@ -1,4 +1,4 @@
-//! Resolution over the real catalogs of `shared/data/catalogs` (see its SOURCES.md), for
+//! Resolution over the real catalogs of `testdata/catalogs` (see its SOURCES.md), for
 //! graph-rich packages. Every expected answer is derived by hand from the catalog data; the
 //! reasoning is written next to each assertion. Catalogs are read with the directory source, as
 //! `operator-controller resolve --catalog DIR` reads them.
@@ -20,11 +20,11 @@ use operator_controller::resolve::{
 };
 
 fn certified() -> DirSource {
-    DirSource::open(shared_data().join("catalogs/certified-operators/catalogs/v4.22")).unwrap()
+    DirSource::open(testdata("catalogs/certified-operators/catalogs/v4.22")).unwrap()
 }
 
 fn community() -> DirSource {
-    DirSource::open(shared_data().join("catalogs/community-operators-prod/catalogs/v4.22")).unwrap()
+    DirSource::open(testdata("catalogs/community-operators-prod/catalogs/v4.22")).unwrap()
 }
 
 type Loaded = Mutex<HashMap<(PathBuf, String), Arc<PackageContent>>>;

@@ -11,20 +11,9 @@ pub fn manifest_dir() -> PathBuf {
         .into()
 }
 
-/// `shared/data/<relative>`. `shared/` sits beside the repository; worktrees are nested deeper,
-/// so look upwards.
-pub fn shared_data(relative: &str) -> PathBuf {
-    let manifest = manifest_dir();
-    manifest
-        .ancestors()
-        .map(|dir| dir.join("shared/data").join(relative))
-        .find(|path| path.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "shared/data/{relative} not found above {}",
-                manifest.display()
-            )
-        })
+/// `testdata/<relative>` (see olm-testdata).
+pub fn testdata(relative: &str) -> PathBuf {
+    olm_testdata::path(relative)
 }
 
 /// Checks every row of a conformance table `range<TAB>version<TAB>expected` (after a header
@@ -32,7 +21,7 @@ pub fn shared_data(relative: &str) -> PathBuf {
 /// answers `true`/`false`, or a text starting with `error` when the range is rejected. Fails
 /// with every disagreeing row, or when the table has no more than `min_rows` rows.
 pub fn check_table(relative: &str, min_rows: usize, evaluate: impl Fn(&str, &str) -> String) {
-    let path = shared_data(relative);
+    let path = testdata(relative);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut failures = Vec::new();
     let mut rows = 0;

@@ -1,4 +1,4 @@
-//! Every CRD pair of `shared/data/conformance/crd-upgrade/` (real operators' successive CRDs and
+//! Every CRD pair of `testdata/conformance/crd-upgrade/` (real operators' successive CRDs and
 //! synthetic pairs per rule): upstream's verdict and message entries (compared as a multiset, with
 //! `required` lists as sets, as the data's README prescribes), then our verdict with the false
 //! positives we allow.
@@ -9,11 +9,11 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::shared_data;
+use common::testdata;
 use olm_operator_core::crd_upgrade::{CheckOptions, Crd, check_upgrade, yaml};
 
 fn cases(kind: &str) -> Vec<PathBuf> {
-    let dir = shared_data().join("conformance/crd-upgrade").join(kind);
+    let dir = testdata("conformance/crd-upgrade").join(kind);
     let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -1,4 +1,4 @@
-//! Every scenario of `shared/data/conformance/upstream-resolution-scenarios.md` (upstream's
+//! Every scenario of `testdata/conformance/upstream-resolution-scenarios.md` (upstream's
 //! resolver, successor, ordering and version tests, written as data) and the examples of the
 //! product documentation (`shared/seeds/001_*`, `003_*`), run against the real resolver.
 #![allow(clippy::unwrap_used)]
@@ -948,7 +948,7 @@ fn legacy_versions_read_build_metadata_as_a_release_when_it_is_one() {
 // §10 the upstream e2e test catalogs, and the product documentation's examples.
 
 fn e2e_catalog(version: &str) -> Arc<PackageContent> {
-    let dir = shared_data().join(format!(
+    let dir = testdata(&format!(
         "catalogs/upstream-operator-controller/testdata/images/catalogs/test-catalog/{version}/configs"
     ));
     dir_package(&dir, "test")
