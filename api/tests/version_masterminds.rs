@@ -23,7 +23,7 @@ fn v(s: &str) -> Version {
 fn every_row_of_the_masterminds_conformance_table_holds() {
     common::check_table(
         "conformance/masterminds-constraints.tsv",
-        200,
+        256,
         |constraint, version| match Constraints::parse(constraint) {
             Err(e) => format!("error ({e})"),
             Ok(parsed) => match parse_version_lax(version) {

@@ -83,6 +83,23 @@ impl One {
     }
 }
 
+/// Both trees are whole (48 and 29 packages, as SOURCES.md counts them): a lost package directory
+/// fails here instead of surfacing as a "not found" elsewhere or not at all.
+#[test]
+fn both_catalogs_hold_every_package() {
+    for (dir, packages) in [
+        ("catalogs/certified-operators/catalogs/v4.22", 48),
+        ("catalogs/community-operators-prod/catalogs/v4.22", 29),
+    ] {
+        let found = std::fs::read_dir(testdata(dir))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+            .count();
+        println!("{dir}: {found} packages");
+        assert_eq!(found, packages, "{dir}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // certified-operators/kubecost-operator: a skips-only graph. Channel alpha holds 2.5.4..2.8.2,
 // each entry skipping every earlier alpha bundle; channel stable holds 3.0.0..3.2.4 (no 3.2.2

@@ -19,8 +19,8 @@ pub fn testdata(relative: &str) -> PathBuf {
 /// Checks every row of a conformance table `range<TAB>version<TAB>expected` (after a header
 /// line), where `expected` is `true`, `false` or `error` (the range does not parse). `evaluate`
 /// answers `true`/`false`, or a text starting with `error` when the range is rejected. Fails
-/// with every disagreeing row, or when the table has no more than `min_rows` rows.
-pub fn check_table(relative: &str, min_rows: usize, evaluate: impl Fn(&str, &str) -> String) {
+/// with every disagreeing row, or when the table does not have exactly `expected_rows` rows.
+pub fn check_table(relative: &str, expected_rows: usize, evaluate: impl Fn(&str, &str) -> String) {
     let path = testdata(relative);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut failures = Vec::new();
@@ -44,7 +44,8 @@ pub fn check_table(relative: &str, min_rows: usize, evaluate: impl Fn(&str, &str
             ));
         }
     }
-    assert!(rows > min_rows, "only {rows} rows in {}", path.display());
+    println!("{relative}: {rows} rows");
+    assert_eq!(rows, expected_rows, "rows of {}", path.display());
     assert!(
         failures.is_empty(),
         "{} of {rows} rows failed:\n{}",

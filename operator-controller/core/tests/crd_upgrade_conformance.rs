@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 use common::testdata;
 use olm_operator_core::crd_upgrade::{CheckOptions, Crd, check_upgrade, yaml};
 
+/// Pairs in the data: 61 real and 130 synthetic (191, as docs/CRD_UPGRADE_SAFETY.md says), so a
+/// lost directory fails instead of shrinking the test.
+const CASES: [(&str, usize); 2] = [("real", 61), ("synthetic", 130)];
+
 fn cases(kind: &str) -> Vec<PathBuf> {
     let dir = testdata("conformance/crd-upgrade").join(kind);
     let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -20,7 +24,20 @@ fn cases(kind: &str) -> Vec<PathBuf> {
         .filter(|p| p.join("expected.txt").is_file())
         .collect();
     out.sort();
+    let expected = CASES
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, n)| *n)
+        .unwrap();
+    println!("conformance/crd-upgrade/{kind}: {} pairs", out.len());
+    assert_eq!(out.len(), expected, "pairs in {}", dir.display());
     out
+}
+
+#[test]
+fn the_data_holds_all_191_pairs() {
+    let total: usize = CASES.iter().map(|(kind, _)| cases(kind).len()).sum();
+    assert_eq!(total, 191);
 }
 
 fn load(path: &Path) -> Crd {

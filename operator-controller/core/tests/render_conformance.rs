@@ -133,6 +133,7 @@ macro_rules! cases {
                     ));
                 }
             }
+            println!("conformance/render: {} cases", listed.len());
             assert_eq!(listed, on_disk);
             assert_eq!(listed.len(), 38);
         }

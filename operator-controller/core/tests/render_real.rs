@@ -19,6 +19,12 @@ fn every_real_bundle_renders_as_upstream_renders_it() {
         serde_json::from_slice(&std::fs::read(root.join("cases.json")).unwrap()).unwrap();
     let cases = cases["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 70, "the data set has 70 cases");
+    let expected_dirs = std::fs::read_dir(root.join("expected")).unwrap().count();
+    println!(
+        "conformance/render-real: {} cases, {expected_dirs} expected outputs",
+        cases.len()
+    );
+    assert_eq!(expected_dirs, 70, "one expected output per case");
     let mut failures = Vec::new();
     let mut objects_compared = 0;
     for case in cases {
@@ -69,4 +75,6 @@ fn every_real_bundle_renders_as_upstream_renders_it() {
         objects_compared > 1000,
         "only {objects_compared} objects compared"
     );
+    println!("conformance/render-real: {objects_compared} objects compared");
+    assert_eq!(objects_compared, 1252, "objects in the expected outputs");
 }
