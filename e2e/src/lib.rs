@@ -9,6 +9,7 @@
 //! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
 //!   binary discovery and listening-socket inspection.
 //! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
+//! - [`skip`]: skipping part of a test on a partial machine, a failure under `make test`.
 
 pub mod assets;
 pub mod bench;
@@ -21,6 +22,7 @@ pub mod operator_controller;
 pub mod process;
 pub mod registry;
 pub mod release;
+pub mod skip;
 pub mod sockets;
 pub mod test_env;
 pub mod workdir;
