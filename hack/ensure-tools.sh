@@ -6,7 +6,9 @@
 #   (hack/build-control-plane.sh), or taken from KUBEBUILDER_ASSETS.
 # - docker-registry: Debian's package, unpacked (never installed, so its service never starts).
 # - kubectl: the one on PATH, else built from Go modules at the control plane's version
-#   (hack/build-kubectl.sh), so `make run`'s instructions work on a machine without it.
+#   (hack/build-kubectl.sh), so `make run`'s instructions work on a machine without it. The tests
+#   comparing with `kubectl kustomize` and running hack/install.sh use it too: with
+#   OLM_REQUIRE_ALL=1 (make test) a kubectl that cannot be had is an error, not a warning.
 set -euo pipefail
 out="${1:?usage: ensure-tools.sh ENV_FILE}"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -22,7 +24,11 @@ if [[ -z "${OLM_KUBECTL:-}" ]] && command -v kubectl >/dev/null; then
 else
   # Only `make run`'s instructions need kubectl; a failed build is a warning, not a failed set-up.
   kubectl="$("${here}/build-kubectl.sh" | tail -n 1)" || {
-    log "warning: could not build kubectl (see above); make run will print no kubectl path"
+    if [[ -n "${OLM_REQUIRE_ALL:-}" && "${OLM_REQUIRE_ALL}" != 0 ]]; then
+      log "error: could not build kubectl (see above), and OLM_REQUIRE_ALL is set: the kubectl tests would be skipped"
+      exit 1
+    fi
+    log "warning: could not build kubectl (see above); make run will print no kubectl path, the kubectl tests will be skipped"
     kubectl=""
   }
 fi

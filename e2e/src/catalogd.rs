@@ -30,7 +30,7 @@ use serde_json::json;
 
 use crate::assets::Assets;
 use crate::eventually::eventually_explained;
-use crate::images::{push_catalog, shared_data};
+use crate::images::{push_catalog, testdata};
 use crate::process::{Spec, Supervised};
 use crate::registry::Registry;
 use crate::test_env::unique_name;
@@ -375,9 +375,9 @@ pub fn all_path(name: &str) -> String {
     format!("/catalogs/{name}/api/v1/all")
 }
 
-/// Upstream's test catalog at `version` (`v1`, `v2`): an FBC directory in `shared/data`.
+/// Upstream's test catalog at `version` (`v1`, `v2`): an FBC directory in `testdata/`.
 pub fn test_catalog(version: &str) -> PathBuf {
-    shared_data(&format!(
+    testdata(&format!(
         "catalogs/upstream-operator-controller/testdata/images/catalogs/test-catalog/{version}/configs"
     ))
 }

@@ -11,6 +11,7 @@
 //! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
 //!   binary discovery and listening-socket inspection.
 //! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
+//! - [`skip`]: skipping part of a test on a partial machine, a failure under `make test`.
 
 pub mod assets;
 pub mod bench;
@@ -24,6 +25,7 @@ pub mod process;
 pub mod registry;
 pub mod release;
 pub mod scenario;
+pub mod skip;
 pub mod sockets;
 pub mod test_env;
 pub mod workdir;

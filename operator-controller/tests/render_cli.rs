@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::shared_data;
+use common::testdata;
 use olm_e2e::images;
 use olm_e2e::registry::{Registry, RegistryOptions};
 use olm_image::Platform;
@@ -35,7 +35,7 @@ fn stderr(o: &Output) -> String {
 }
 
 fn conformance() -> PathBuf {
-    shared_data().join("conformance/render")
+    testdata("conformance/render")
 }
 
 fn bundle(name: &str) -> String {

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use catalogd::ingest::ingest_dir;
 use catalogd::metrics::Metrics;
 use catalogd::storage::Storage;
-use common::shared_data;
+use common::testdata;
 use serde_json::Value;
 
 fn resolve(args: &[&str]) -> Output {
@@ -63,11 +63,11 @@ fn serve(dir: &Path, name: &str) -> Served {
 }
 
 fn certified_dir() -> PathBuf {
-    shared_data().join("catalogs/certified-operators/catalogs/v4.22")
+    testdata("catalogs/certified-operators/catalogs/v4.22")
 }
 
 fn community_dir() -> PathBuf {
-    shared_data().join("catalogs/community-operators-prod/catalogs/v4.22")
+    testdata("catalogs/community-operators-prod/catalogs/v4.22")
 }
 
 #[test]

@@ -193,15 +193,9 @@ fn the_chart_manifest_and_record_of_an_install_match_upstream_byte_for_byte() {
     );
 }
 
-/// `shared/data`, found by walking up from this crate.
-fn shared_data() -> PathBuf {
-    let mut dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
-    loop {
-        if dir.join("shared/data").is_dir() {
-            return dir.join("shared/data");
-        }
-        assert!(dir.pop(), "shared/data not found");
-    }
+/// `testdata/<relative>` (see olm-testdata).
+fn testdata(relative: &str) -> PathBuf {
+    olm_testdata::path(relative)
 }
 
 #[test]
@@ -211,8 +205,8 @@ fn a_real_bundle_rendering_gives_upstreams_chart_and_manifest() {
     // renderer returns them): CRD with a conversion webhook, two ClusterRoles and bindings, a
     // Deployment, a Service, a ServiceAccount, and webhook configurations carrying a namespace
     // (kept in the chart file, dropped from the manifest as the objects are cluster-scoped).
-    let dir = shared_data()
-        .join("conformance/render/expected-manifests/webhook-operator.v0.0.5/all-webhook-types");
+    let dir =
+        testdata("conformance/render/expected-manifests/webhook-operator.v0.0.5/all-webhook-types");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
