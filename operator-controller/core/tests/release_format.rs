@@ -1,5 +1,5 @@
 //! Release records against what upstream's code writes (`tests/release_data/`, see its README)
-//! and against helm-operator-plugins' documented chunked format (`shared/reference/install-path.md` §3).
+//! and against helm-operator-plugins' documented chunked format (its `pkg/storage` driver's Secret layout).
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;

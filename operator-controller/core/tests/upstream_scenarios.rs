@@ -1,6 +1,6 @@
 //! Every scenario of `testdata/conformance/upstream-resolution-scenarios.md` (upstream's
 //! resolver, successor, ordering and version tests, written as data) and the examples of the
-//! product documentation (`shared/seeds/001_*`, `003_*`), run against the real resolver.
+//! OLM product documentation (the classic and v1 guides' resolution examples), run against the real resolver.
 #![allow(clippy::unwrap_used)]
 
 mod common;
