@@ -10,6 +10,8 @@
 //!   `make release-manifest`).
 //! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
 //!   binary discovery and listening-socket inspection.
+//! - [`dev_env`] (`olm-dev-env run`, `make run`) and [`kubectl`]: the environment for trying OLM by
+//!   hand, which watches its components.
 //! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
 //! - [`skip`]: skipping part of a test on a partial machine, a failure under `make test`.
 
@@ -20,6 +22,7 @@ pub mod control_plane;
 pub mod dev_env;
 pub mod eventually;
 pub mod images;
+pub mod kubectl;
 pub mod operator_controller;
 pub mod process;
 pub mod registry;

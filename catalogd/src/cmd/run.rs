@@ -193,21 +193,7 @@ impl RunError {
 pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
     olm_runtime::logging::init(args.log_format);
     let opts = RunOptions::from_args(args);
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(err, "error: failed to start the runtime: {e}");
-            return Exit::Failed;
-        }
-    };
-    let result = runtime.block_on(async { run(opts, olm_runtime::shutdown::on_signal()).await });
-    match result {
-        Ok(()) => Exit::Ok,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            e.exit()
-        }
-    }
+    olm_runtime::shutdown::run_until_signal(err, |shutdown| run(opts, shutdown), RunError::exit)
 }
 
 /// Runs until `shutdown` is cancelled.
