@@ -29,6 +29,9 @@ pub async fn until_shutdown<T>(
     shutdown: &CancellationToken,
 ) -> Result<(), TaskEnded> {
     tokio::select! {
+        // Shutdown first: a task that ended because of the shutdown (its child token was
+        // cancelled with it) must not be reported as having ended on its own.
+        biased;
         _ = shutdown.cancelled() => Ok(()),
         ended = task => Err(match ended {
             Ok(_) => TaskEnded::Returned { task: name.to_owned() },
@@ -81,5 +84,22 @@ mod tests {
                 task: "controller".into()
             })
         );
+    }
+
+    #[tokio::test]
+    async fn a_task_that_ended_because_of_the_shutdown_is_not_an_error() {
+        for _ in 0..20 {
+            let shutdown = CancellationToken::new();
+            let stop_work = shutdown.child_token();
+            let mut task = tokio::spawn(async move { stop_work.cancelled().await });
+            shutdown.cancel();
+            while !task.is_finished() {
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(
+                until_shutdown("controller", &mut task, &shutdown).await,
+                Ok(())
+            );
+        }
     }
 }
