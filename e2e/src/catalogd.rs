@@ -56,6 +56,9 @@ pub struct Options<'a> {
     /// The content server's port (default: a free one). A replacement for a stopped catalogd
     /// passes the old one, as a Service keeps `status.urls.base` stable in a cluster.
     pub content_port: Option<u16>,
+    /// `--external-address`, the `HOST:PORT` of `status.urls.base` (default: the content
+    /// server's own address). A test puts a proxy of its own there.
+    pub external_address: Option<String>,
 }
 
 impl<'a> Options<'a> {
@@ -69,6 +72,7 @@ impl<'a> Options<'a> {
             identity: None,
             kubeconfig: None,
             content_port: None,
+            external_address: None,
         }
     }
 }
@@ -107,6 +111,8 @@ fn loopback(port: u16) -> SocketAddr {
 /// What both tiers set up alike: the two listen addresses and the scratch and cache directories.
 struct Setup {
     content: SocketAddr,
+    /// What `status.urls.base` names.
+    external_address: String,
     health: SocketAddr,
     cache: PathBuf,
     owned_cache: Option<tempfile::TempDir>,
@@ -122,8 +128,13 @@ impl Setup {
                 (dir.path().to_path_buf(), Some(dir))
             }
         };
+        let content = loopback(opts.content_port.unwrap_or_else(free_port));
         Setup {
-            content: loopback(opts.content_port.unwrap_or_else(free_port)),
+            content,
+            external_address: opts
+                .external_address
+                .clone()
+                .unwrap_or_else(|| content.to_string()),
             health: loopback(free_port()),
             cache,
             owned_cache,
@@ -163,7 +174,7 @@ impl Catalogd {
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--catalogs-server-addr", &setup.content.to_string()])
-            .args(["--external-address", &setup.content.to_string()])
+            .args(["--external-address", &setup.external_address])
             .arg("--cache-dir")
             .arg(&setup.cache)
             .args(["--metrics-bind-address", "0"])
@@ -201,7 +212,7 @@ impl Catalogd {
                     .unwrap_or_else(|| env.kubeconfig_path().to_path_buf()),
             ),
             catalogs_server_addr: setup.content,
-            external_address: setup.content.to_string(),
+            external_address: setup.external_address.clone(),
             cache_dir: setup.cache.clone(),
             tls: None,
             limits: olm_runtime::server::ServerLimits::default(),

@@ -53,7 +53,7 @@ pub fn catalog_image(files: &[(&str, &str)]) -> ImageSpec {
         .collect();
     all.push(("bin/opm".to_string(), "not extracted".to_string()));
     ImageSpec {
-        layers: vec![Layer::from_files(&all)],
+        layers: vec![Layer::from_files(&all).expect("catalog files are relative paths")],
         labels: catalog_labels("/configs"),
         platform: Platform::default(),
     }

@@ -14,6 +14,7 @@
 //!   hand, which watches its components.
 //! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
 //! - [`skip`]: skipping part of a test on a partial machine, a failure under `make test`.
+//! - [`stalling_proxy`]: a TCP proxy that forwards until told to stall after response headers.
 
 pub mod assets;
 pub mod bench;
@@ -30,6 +31,7 @@ pub mod release;
 pub mod scenario;
 pub mod skip;
 pub mod sockets;
+pub mod stalling_proxy;
 pub mod test_env;
 pub mod workdir;
 

@@ -478,7 +478,7 @@ async fn hostile_bundle_images_fail_clearly_and_write_nothing_outside_the_cache(
     let pusher = Pusher::new(registry.pusher_config()).unwrap();
     for (name, entries, reason) in cases {
         let spec = ImageSpec {
-            layers: vec![Layer::gzip_tar(&raw_tar(&entries))],
+            layers: vec![Layer::gzip_tar(&raw_tar(&entries)).unwrap()],
             labels: bundle_labels("evil", &["alpha"], Some("alpha")),
             platform: Platform::default(),
         };

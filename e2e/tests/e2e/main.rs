@@ -9,6 +9,7 @@
 mod admission_cluster_catalog;
 mod admission_cluster_extension;
 mod apply;
+mod catalog_stall;
 mod catalogd;
 mod catalogd_in_process;
 mod control_plane;

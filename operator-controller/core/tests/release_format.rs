@@ -123,7 +123,7 @@ fn decoding_and_reencoding_an_upstream_record_gives_the_same_bytes() {
         let json = gunzip(&chunk_of(&index));
         let stored = secrets::decode_release(&index, &[], DecodeLimits::default()).unwrap();
         assert_eq!(
-            String::from_utf8(stored.release.to_go_json()).unwrap(),
+            String::from_utf8(stored.release.to_go_json().unwrap()).unwrap(),
             String::from_utf8(json).unwrap(),
             "{name}"
         );
@@ -188,7 +188,7 @@ fn the_chart_manifest_and_record_of_an_install_match_upstream_byte_for_byte() {
     info.last_deployed = first;
     history::set_status(&mut release, "deployed", history::INSTALL_COMPLETE);
     assert_eq!(
-        String::from_utf8(release.to_go_json()).unwrap(),
+        String::from_utf8(release.to_go_json().unwrap()).unwrap(),
         String::from_utf8(upstream_json).unwrap()
     );
 }
@@ -257,7 +257,7 @@ fn a_real_bundle_rendering_gives_upstreams_chart_and_manifest() {
     release.chart = Some(chart);
     release.manifest = manifest;
     assert_eq!(
-        String::from_utf8(release.to_go_json()).unwrap(),
+        String::from_utf8(release.to_go_json().unwrap()).unwrap(),
         String::from_utf8(upstream_json).unwrap()
     );
 }

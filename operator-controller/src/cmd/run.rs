@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 
 use crate::apply::{Applier, DriftWatches};
 use crate::bundle_source::bundle_image_limits;
-use crate::catalog_source::http::{CatalogdClient, ClientOptions};
+use crate::catalog_source::http::{CatalogdClient, ClientOptions, ReadIdleArgs};
 use crate::cmd::render::CertProviderArg;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::{Context, Settings, error_policy, reconcile, reconcile_trigger};
@@ -85,6 +85,8 @@ pub struct Args {
     /// Directory of PEM files with the CA certificates of catalogd's HTTPS server.
     #[arg(long, value_name = "DIR")]
     pub catalogd_cas_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub catalogd_read: ReadIdleArgs,
     /// Directory of PEM files with extra CA certificates trusted for registries.
     #[arg(long, value_name = "DIR")]
     pub pull_cas_dir: Option<PathBuf>,
@@ -145,6 +147,8 @@ pub struct RunOptions {
     pub system_namespace: String,
     pub identity: String,
     pub catalogd_cas_dir: Option<PathBuf>,
+    /// catalogd's longest silence while content is read (zero: no limit but the total).
+    pub catalogd_read_idle_timeout: Duration,
     pub pull_cas_dir: Option<PathBuf>,
     pub global_pull_secret: Option<SecretRef>,
     pub cache_dir: PathBuf,
@@ -179,6 +183,7 @@ impl RunOptions {
                 "operator-controller",
             ),
             catalogd_cas_dir: args.catalogd_cas_dir,
+            catalogd_read_idle_timeout: args.catalogd_read.catalogd_read_idle_timeout,
             pull_cas_dir: args.pull_cas_dir,
             global_pull_secret: args.global_pull_secret,
             cache_dir: args.cache_path,
@@ -255,7 +260,10 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);
     }
     let puller = Arc::new(Puller::new(puller_config.clone())?);
-    let mut catalogd_options = ClientOptions::default();
+    let mut catalogd_options = ClientOptions {
+        read_idle_timeout: opts.catalogd_read_idle_timeout,
+        ..ClientOptions::default()
+    };
     if let Some(dir) = &opts.catalogd_cas_dir {
         catalogd_options.extra_ca_pem =
             Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);
