@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use olm_api::condition_error::ConditionError;
