@@ -56,6 +56,8 @@ pub struct Options<'a> {
     /// The content server's port (default: a free one). A replacement for a stopped catalogd
     /// passes the old one, as a Service keeps `status.urls.base` stable in a cluster.
     pub content_port: Option<u16>,
+    /// Further environment variables of the process (process tier only).
+    pub env: Vec<(String, String)>,
 }
 
 impl<'a> Options<'a> {
@@ -69,6 +71,7 @@ impl<'a> Options<'a> {
             identity: None,
             kubeconfig: None,
             content_port: None,
+            env: Vec::new(),
         }
     }
 }
@@ -179,6 +182,9 @@ impl Catalogd {
         if let Some(id) = opts.identity {
             spec = spec.env("POD_NAME", id);
         }
+        for (key, value) in &opts.env {
+            spec = spec.env(key, value);
+        }
         if let Some(ns) = opts.leader_election_namespace {
             spec = spec
                 .arg("--leader-elect")
@@ -215,6 +221,7 @@ impl Catalogd {
             global_pull_secret: None,
             pull_cas_dir: None,
             insecure_registries: vec![opts.registry.host()],
+            registries_conf: olm_image::RegistriesConfFiles::none(),
             gc_interval: Duration::from_secs(2),
             poll_unit: Duration::from_secs(1),
             identity: olm_runtime::leader::identity(opts.identity, "catalogd-in-process"),

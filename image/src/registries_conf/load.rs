@@ -138,6 +138,33 @@ impl RegistriesConfFiles {
     pub fn load(&self) -> Result<RegistriesConf, RegistriesConfError> {
         parse_sources(&self.read()?)
     }
+
+    /// Reads the files once (at start) and logs what they configure, or why they cannot be
+    /// used. Not fatal: the files are read again before each pull, whose error then names the
+    /// problem in status, and content already unpacked keeps being served meanwhile.
+    pub fn log_summary(&self) {
+        if self.is_none() {
+            return;
+        }
+        match self.load() {
+            Ok(conf) => {
+                let registries = conf.registries();
+                let count =
+                    |f: fn(&super::Registry) -> bool| registries.iter().filter(|r| f(r)).count();
+                tracing::info!(
+                    files = %self,
+                    registries = registries.len(),
+                    mirrored = count(|r| !r.mirrors.is_empty()),
+                    blocked = count(|r| r.blocked),
+                    insecure = count(|r| r.insecure || r.mirrors.iter().any(|m| m.insecure)),
+                    "registries configuration loaded"
+                );
+            }
+            Err(error) => {
+                tracing::error!(files = %self, %error, "registries configuration unusable: image pulls fail until it is fixed");
+            }
+        }
+    }
 }
 
 /// `file, dir, dir` (what a log line says was read).
