@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use olm_e2e::images::ImageFixture;
+use olm_e2e::images::{ImageFixture, catalog_image};
+use olm_e2e::registry::{Registry, RegistryOptions};
 use olm_image::registries_conf::RegistriesConfFiles;
 use olm_image::{ConditionError, ExtractFilter, ImageErrorKind, Puller};
 
@@ -285,4 +286,47 @@ async fn an_edited_registries_conf_applies_to_the_next_pull_and_a_malformed_one_
         "{message}"
     );
     assert!(!malformed.is_terminal());
+}
+
+#[tokio::test]
+async fn an_insecure_mirror_with_an_untrusted_certificate_is_reached_over_unverified_tls() {
+    let registry = Registry::start_with(RegistryOptions {
+        htpasswd: None,
+        tls: true,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let f = ImageFixture::on(
+        registry,
+        "catalogs/test:v1",
+        &catalog_image(&[("a.json", "{}")]),
+    )
+    .await;
+    let conf_text = |insecure: bool| {
+        format!(
+            "[[registry]]\nlocation = \"mirrored.invalid\"\n[[registry.mirror]]\nlocation = \"{}\"\ninsecure = {insecure}\n",
+            f.registry.host()
+        )
+    };
+    let (_dir, conf) = registries_conf(&conf_text(true));
+    // No CA bundle: the registry's certificate is trusted by nothing.
+    let puller = f.puller_with(|config| {
+        config.registries = RegistriesConfFiles::only(&conf);
+        config.extra_ca_pem = None;
+    });
+    let reference = "mirrored.invalid/catalogs/test:v1";
+    let unpacked = puller
+        .pull("cat", reference, ExtractFilter::CatalogConfigs)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(unpacked.digest, f.pushed.digest);
+
+    std::fs::write(&conf, conf_text(false)).unwrap();
+    let refused = puller.resolve_digest(reference).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("tls certificate verification failed"),
+        "{refused}"
+    );
 }
