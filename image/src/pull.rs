@@ -385,7 +385,8 @@ impl Puller {
             match result {
                 Ok((opened, body, digest)) => {
                     if source.reference != *image {
-                        tracing::info!(reference = %image, source = %source.reference, mirror = source.mirror, "pulling from the location registries.conf gives");
+                        // Debug: tag references are resolved at every poll.
+                        tracing::debug!(reference = %image, source = %source.reference, mirror = source.mirror, "pulling from the location registries.conf gives");
                     }
                     return Ok((opened, body, digest));
                 }
