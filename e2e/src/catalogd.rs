@@ -59,6 +59,8 @@ pub struct Options<'a> {
     /// `--external-address`, the `HOST:PORT` of `status.urls.base` (default: the content
     /// server's own address). A test puts a proxy of its own there.
     pub external_address: Option<String>,
+    /// Further environment variables of the process (process tier only).
+    pub env: Vec<(String, String)>,
 }
 
 impl<'a> Options<'a> {
@@ -73,6 +75,7 @@ impl<'a> Options<'a> {
             kubeconfig: None,
             content_port: None,
             external_address: None,
+            env: Vec::new(),
         }
     }
 }
@@ -190,6 +193,9 @@ impl Catalogd {
         if let Some(id) = opts.identity {
             spec = spec.env("POD_NAME", id);
         }
+        for (key, value) in &opts.env {
+            spec = spec.env(key, value);
+        }
         if let Some(ns) = opts.leader_election_namespace {
             spec = spec
                 .arg("--leader-elect")
@@ -226,6 +232,7 @@ impl Catalogd {
             global_pull_secret: None,
             pull_cas_dir: None,
             insecure_registries: vec![opts.registry.host()],
+            registries_conf: olm_image::RegistriesConfFiles::none(),
             gc_interval: Duration::from_secs(2),
             poll_unit: Duration::from_secs(1),
             identity: olm_runtime::leader::identity(opts.identity, "catalogd-in-process"),

@@ -26,6 +26,7 @@ mod gating;
 mod loopback;
 mod olm_upgrade;
 mod openshift;
+mod registry_mirrors;
 mod release_images;
 mod release_manifest;
 mod release_storage;

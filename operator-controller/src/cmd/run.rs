@@ -29,7 +29,7 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, controller, reflector, watcher};
 use olm_api::v1::ClusterExtension;
-use olm_image::{Puller, PullerConfig};
+use olm_image::{Puller, PullerConfig, RegistriesConfFiles};
 use olm_runtime::exit::Exit;
 use olm_runtime::flags::OptionalListenAddress;
 use olm_runtime::leader::{Leadership, Timing};
@@ -153,6 +153,8 @@ pub struct RunOptions {
     pub global_pull_secret: Option<SecretRef>,
     pub cache_dir: PathBuf,
     pub insecure_registries: Vec<String>,
+    /// registries.conf files for bundle pulls (mirrors, insecure and blocked registries).
+    pub registries_conf: RegistriesConfFiles,
     /// The certificate provider for bundles with webhooks; `None`: detected at start.
     pub cert_provider: Option<CertProvider>,
     /// Validity of the built-in provider's certificates (`None`: 730 days).
@@ -188,6 +190,7 @@ impl RunOptions {
             global_pull_secret: args.global_pull_secret,
             cache_dir: args.cache_path,
             insecure_registries: args.insecure_registries,
+            registries_conf: RegistriesConfFiles::from_environment(),
             cert_provider: args.cert_provider.map(Into::into),
             builtin_cert_validity: args.builtin_cert_validity,
             data_aware_crd_upgrade_safety: args.crd_upgrade_safety_data_aware,
@@ -254,6 +257,8 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     let client = olm_runtime::client::client(opts.kubeconfig.as_deref()).await?;
     let mut puller_config = PullerConfig::new(opts.cache_dir.join("bundles"));
     puller_config.insecure_registries = opts.insecure_registries.clone();
+    puller_config.registries = opts.registries_conf.clone();
+    puller_config.registries.log_summary();
     puller_config.limits = bundle_image_limits();
     if let Some(dir) = &opts.pull_cas_dir {
         puller_config.extra_ca_pem =
