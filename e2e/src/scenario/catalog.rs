@@ -23,7 +23,7 @@ impl Scenario {
     /// another's) and a catalog listing them, and waits until the scenario's catalogd serves it
     /// (polled every [`POLL_MINUTES`]).
     pub async fn publish(&self, package: Package) -> Published {
-        let registry = &self.env.registry;
+        let registry = self.registry();
         let bundle_repo = unique_name("bundles");
         let catalog_repo = unique_name("catalog");
         let mut published = Published {
@@ -51,7 +51,7 @@ impl Scenario {
     ) {
         let package = std::mem::replace(&mut published.package, Package::named(""));
         published.package = change(package);
-        published.push(&self.env.registry).await;
+        published.push(self.registry()).await;
     }
 
     /// Pushes the image of a row that was listed but not pushed.
@@ -59,7 +59,7 @@ impl Scenario {
         let row = published.package.row_mut(version);
         row.image = RowImage::Pushed;
         let spec = row.bundle.clone();
-        let image = spec.push(&self.env.registry, &published.bundle_repo).await;
+        let image = spec.push(self.registry(), &published.bundle_repo).await;
         published.bundle_images.insert(version.to_owned(), image);
     }
 
@@ -413,6 +413,16 @@ impl Published {
     /// (bundle name, version), as `status.install.bundle` reports an installed bundle.
     pub fn bundle(&self, version: &str) -> (String, String) {
         (bundle_name(&self.package.name, version), version.to_owned())
+    }
+
+    /// The Deployment the package's bundles install (see [`BundleSpec::deployment_name`]).
+    pub fn deployment_name(&self) -> String {
+        self.package
+            .rows
+            .first()
+            .unwrap_or_else(|| panic!("{} has no bundle", self.package.name))
+            .bundle
+            .deployment_name()
     }
 
     /// Pushes the rows' images not pushed yet and the catalog (tag `latest`).

@@ -8,7 +8,9 @@
 
 use std::fmt;
 
-use olm_api::v1::ConditionType;
+use olm_api::v1::{ClusterExtension, ConditionType, find_condition};
+
+use super::{installed_bundle, message};
 
 /// A text pattern a condition message must match.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,6 +122,8 @@ pub struct Expect {
     /// The bundle (name, version) `status.install` names, checked once status and reason are
     /// reached.
     pub bundle: Option<(String, String)>,
+    /// The bundle (name, version) `status.install` names, awaited with status and reason.
+    pub awaited_bundle: Option<(String, String)>,
 }
 
 impl Expect {
@@ -135,6 +139,7 @@ impl Expect {
             asserted: None,
             awaited: None,
             bundle: None,
+            awaited_bundle: None,
         }
     }
 
@@ -157,6 +162,60 @@ impl Expect {
         self.awaited = Some(pattern);
         self
     }
+
+    /// Waits until the extension reports `bundle` (name, version) installed too (for a
+    /// condition that holds the same status and reason while another bundle is installed, as
+    /// `Installed` does during an upgrade).
+    pub fn until_bundle(mut self, bundle: (String, String)) -> Expect {
+        self.awaited_bundle = Some(bundle);
+        self
+    }
+
+    /// Whether `extension` meets what is awaited: the condition's status and reason for its
+    /// current generation, the message of [`Expect::until_message`] and the bundle of
+    /// [`Expect::until_bundle`].
+    pub fn is_met_by(&self, extension: &ClusterExtension) -> bool {
+        let Some(c) = extension
+            .status
+            .as_ref()
+            .and_then(|s| find_condition(&s.conditions, self.type_))
+        else {
+            return false;
+        };
+        c.status.as_str() == self.status
+            && c.reason == self.reason
+            && c.observed_generation == extension.metadata.generation
+            && self.awaited.iter().all(|m| m.matches(&c.message))
+            && self
+                .awaited_bundle
+                .iter()
+                .all(|b| installed_bundle(extension).as_ref() == Some(b))
+    }
+
+    /// Fails the test unless `found` (the extension `name` once it met the expectation) has the
+    /// message of [`Expect::message`] and the bundle of [`Expect::bundle`].
+    pub fn assert_checks(&self, name: &str, found: &ClusterExtension) {
+        if let Some(pattern) = &self.asserted {
+            let text = message(found, self.type_);
+            assert!(
+                pattern.matches(&text),
+                "{name}: {:?} {}/{}: the message does not match {pattern}:\n{text}",
+                self.type_,
+                self.status,
+                self.reason
+            );
+        }
+        if let Some(bundle) = &self.bundle {
+            assert_eq!(
+                installed_bundle(found).as_ref(),
+                Some(bundle),
+                "{name}: {:?} {}/{}: the installed bundle",
+                self.type_,
+                self.status,
+                self.reason
+            );
+        }
+    }
 }
 
 impl fmt::Display for Expect {
@@ -164,6 +223,9 @@ impl fmt::Display for Expect {
         write!(f, "{:?} {}/{}", self.type_, self.status, self.reason)?;
         if let Some(m) = &self.awaited {
             write!(f, " with a message {m}")?;
+        }
+        if let Some((name, _)) = &self.awaited_bundle {
+            write!(f, " with {name} installed")?;
         }
         Ok(())
     }

@@ -8,10 +8,10 @@
 //! server).
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use olm_api::v1::{ClusterExtension, find_condition};
+use olm_api::v1::ClusterExtension;
 use serde_json::{Value, json};
 
-use super::{Expect, INSTALLED, Published, Scenario, installed_bundle, message};
+use super::{Expect, INSTALLED, Published, Scenario, installed_bundle};
 use crate::operator_controller::{CATALOG_NAME_LABEL, INSTANCE_LABEL, OperatorController};
 use crate::test_env::unique_name;
 
@@ -62,40 +62,17 @@ impl Scenario {
     ///
     /// A message given with [`Expect::message`] and a bundle given with [`Expect::bundle`] are
     /// checked once the condition's status and reason are reached (a mismatch fails at once); a
-    /// message given with [`Expect::until_message`] is part of what is awaited.
+    /// message given with [`Expect::until_message`] and a bundle given with
+    /// [`Expect::until_bundle`] are part of what is awaited.
     pub async fn wait_for(&self, extension: &Extension, expect: Expect) -> ClusterExtension {
         let name = &extension.name;
         let found = self
             .eventually(&format!("{name}: {expect}"), || async {
                 let e = self.extensions.get(name).await.ok()?;
-                let c = find_condition(&e.status.as_ref()?.conditions, expect.type_)?;
-                (c.status.as_str() == expect.status
-                    && c.reason == expect.reason
-                    && c.observed_generation == e.metadata.generation
-                    && expect.awaited.iter().all(|m| m.matches(&c.message)))
-                .then_some(e)
+                expect.is_met_by(&e).then_some(e)
             })
             .await;
-        if let Some(pattern) = &expect.asserted {
-            let text = message(&found, expect.type_);
-            assert!(
-                pattern.matches(&text),
-                "{name}: {:?} {}/{}: the message does not match {pattern}:\n{text}",
-                expect.type_,
-                expect.status,
-                expect.reason
-            );
-        }
-        if let Some(bundle) = &expect.bundle {
-            assert_eq!(
-                installed_bundle(&found).as_ref(),
-                Some(bundle),
-                "{name}: {:?} {}/{}: the installed bundle",
-                expect.type_,
-                expect.status,
-                expect.reason
-            );
-        }
+        expect.assert_checks(name, &found);
         found
     }
 
@@ -112,17 +89,21 @@ impl Scenario {
     }
 
     /// Waits until the extension reports `bundle` (name, version; see [`Published::bundle`])
-    /// installed.
-    pub async fn wait_until_installed(&self, extension: &Extension, bundle: (String, String)) {
+    /// installed; returns it.
+    pub async fn wait_until_installed(
+        &self,
+        extension: &Extension,
+        bundle: (String, String),
+    ) -> ClusterExtension {
         let name = &extension.name;
         self.eventually(
             &format!("{name} to report {} installed", bundle.0),
             || async {
                 let e = self.extensions.get(name).await.ok()?;
-                (installed_bundle(&e).as_ref() == Some(&bundle)).then_some(())
+                (installed_bundle(&e).as_ref() == Some(&bundle)).then_some(e)
             },
         )
-        .await;
+        .await
     }
 
     /// Deletes the extension and waits until it is gone (its finalizers released).
@@ -131,9 +112,55 @@ impl Scenario {
         self.applied.retain(|n| n != &extension.name);
     }
 
-    pub(super) async fn delete_extension_named(&self, name: &str) {
-        delete_extension(&self.extensions, name, self.controller()).await;
+    /// Sends the extension's deletion and returns at once (the controller runs its finalizers
+    /// later): [`Scenario::wait_deleted`] waits for them.
+    pub async fn start_deleting(&self, extension: &Extension) {
+        self.extensions
+            .delete(&extension.name, &DeleteParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("delete ClusterExtension {}: {e}", extension.name));
     }
+
+    /// Waits until the extension is gone (its finalizers released).
+    pub async fn wait_deleted(&mut self, extension: &Extension) {
+        self.wait_gone(&extension.name).await;
+        self.applied.retain(|n| n != &extension.name);
+    }
+
+    pub(super) async fn delete_extension_named(&self, name: &str) {
+        let _ = self.extensions.delete(name, &DeleteParams::default()).await;
+        self.wait_gone(name).await;
+    }
+
+    async fn wait_gone(&self, name: &str) {
+        self.eventually(&format!("{name} to be deleted"), || {
+            gone(&self.extensions, name)
+        })
+        .await;
+    }
+}
+
+/// `Some` once the extension `name` no longer exists.
+async fn gone(extensions: &Api<ClusterExtension>, name: &str) -> Option<()> {
+    matches!(extensions.get_opt(name).await, Ok(None)).then_some(())
+}
+
+/// [`Scenario::wait_for`] for a test that runs its own controllers: waits until the extension
+/// `name` meets `expect`; a failure quotes `controller`'s log tail.
+pub async fn wait_for(
+    extensions: &Api<ClusterExtension>,
+    name: &str,
+    controller: &OperatorController,
+    expect: Expect,
+) -> ClusterExtension {
+    let found = controller
+        .eventually(&format!("{name}: {expect}"), || async {
+            let e = extensions.get(name).await.ok()?;
+            expect.is_met_by(&e).then_some(e)
+        })
+        .await;
+    expect.assert_checks(name, &found);
+    found
 }
 
 /// Deletes the extension `name` and waits until it is gone (`controller` released its
@@ -145,9 +172,7 @@ pub async fn delete_extension(
 ) {
     let _ = extensions.delete(name, &DeleteParams::default()).await;
     controller
-        .eventually(&format!("{name} to be deleted"), || async {
-            matches!(extensions.get_opt(name).await, Ok(None)).then_some(())
-        })
+        .eventually(&format!("{name} to be deleted"), || gone(extensions, name))
         .await;
 }
 

@@ -102,6 +102,21 @@ impl Snapshot {
     /// The object is unchanged, byte for byte, but for the fields at `ignored` (JSON pointers,
     /// for example [`WRITE_BOOKKEEPING`]).
     pub async fn assert_unchanged_except(&self, ignored: &[&str]) {
+        self.assert_same(ignored, "").await;
+    }
+
+    /// The object is unchanged, byte for byte.
+    pub async fn assert_unchanged(&self) {
+        self.assert_same(&[], "").await;
+    }
+
+    /// The object is unchanged, byte for byte, after `what` (named in the failure: a cycle, a
+    /// step).
+    pub async fn assert_unchanged_after(&self, what: &str) {
+        self.assert_same(&[], &format!(" after {what}")).await;
+    }
+
+    async fn assert_same(&self, ignored: &[&str], when: &str) {
         let (mut before, mut now) = (self.object.clone(), self.current().await);
         for pointer in ignored {
             remove_pointer(&mut before, pointer);
@@ -110,15 +125,10 @@ impl Snapshot {
         let differences = differences("", &before, &now);
         assert!(
             differences.is_empty(),
-            "{} changed (ignoring {ignored:?}) at:\n{}",
+            "{} changed{when} (ignoring {ignored:?}) at:\n{}",
             self.key,
             differences.join("\n")
         );
-    }
-
-    /// The object is unchanged, byte for byte.
-    pub async fn assert_unchanged(&self) {
-        self.assert_unchanged_except(&[]).await;
     }
 
     /// The fields at `pointers` (JSON pointers) are unchanged; `why` says what that proves.
