@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, DeleteParams, PostParams};
 use olm_api::v1::{ClusterExtension, ConditionType, find_condition};
 use olm_e2e::scenario::{
-    AVAILABLE, ExtensionSpec, INSTALLED, Message, ObjectKey, Package, RETRYING, Scenario, message,
+    AVAILABLE, Extension, ExtensionSpec, INSTALLED, Message, ObjectKey, Package, RETRYING,
+    Scenario, message,
 };
 use olm_e2e::test_env::unique_name;
 use serde_json::json;
@@ -29,6 +30,15 @@ fn records(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
         .iter()
         .map(|(revision, status)| ((*revision).to_owned(), (*status).to_owned()))
         .collect()
+}
+
+/// The extension installs, and its one release record is the deployed one.
+async fn installs_recording_one_deployed_release(scenario: &Scenario, ext: &Extension) {
+    scenario.wait_for(ext, INSTALLED).await;
+    assert_eq!(
+        scenario.release_records(ext).await.by_revision(),
+        records(&[("1", "deployed")])
+    );
 }
 
 /// A user's ServiceAccount of the bundle's name collides: the extension retries with upstream's
@@ -116,11 +126,7 @@ async fn a_missing_namespace_records_nothing_then_the_install_records_once() {
     );
 
     scenario.namespace_named(&missing).await;
-    scenario.wait_for(&ext, INSTALLED).await;
-    assert_eq!(
-        scenario.release_records(&ext).await.by_revision(),
-        records(&[("1", "deployed")])
-    );
+    installs_recording_one_deployed_release(&scenario, &ext).await;
     scenario.delete_extension(&ext).await;
     scenario.finish().await;
 }
@@ -166,11 +172,7 @@ async fn a_failure_after_writes_began_leaves_one_failed_record_across_retries() 
     );
 
     scenario.lift(policy).await;
-    scenario.wait_for(&ext, INSTALLED).await;
-    assert_eq!(
-        scenario.release_records(&ext).await.by_revision(),
-        records(&[("1", "deployed")])
-    );
+    installs_recording_one_deployed_release(&scenario, &ext).await;
     scenario.delete_extension(&ext).await;
     scenario.finish().await;
 }
