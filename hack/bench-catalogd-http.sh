@@ -12,7 +12,7 @@
 # and after the load, wrk's own CPU, and the load average. Results: docs/PERFORMANCE.md.
 #
 # Usage: hack/bench-catalogd-http.sh [FBC_DIR] [RUNS]
-#   FBC_DIR   defaults to ../shared/data/catalogs/community-operators-prod-derived/catalog
+#   FBC_DIR   defaults to testdata/catalogs/community-operators-prod-derived/catalog (unpacked once by olm-testdata)
 #   RUNS      repetitions of the whole matrix (default 2)
 #   env: DURATION (default 20s), CONNS (64), THREADS (2), CASES (all all-gz metas-L metas-S metas-L-gz),
 #        LARGE_PKG / SMALL_PKG (default: the largest and smallest package by bytes, found with jq),
@@ -23,7 +23,7 @@
 # started on exit.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-fbc="${1:-${root}/../shared/data/catalogs/community-operators-prod-derived/catalog}"
+fbc="${1:-$(cargo run -q --manifest-path "${root}/Cargo.toml" -p olm-testdata -- catalogs/community-operators-prod-derived/catalog)}"
 runs="${2:-2}"
 duration="${DURATION:-20s}"
 conns="${CONNS:-64}"

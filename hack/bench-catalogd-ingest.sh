@@ -8,11 +8,11 @@
 # and prints one table row per run. Results and interpretation: docs/PERFORMANCE.md.
 #
 # Usage: hack/bench-catalogd-ingest.sh [FBC_DIR] [RUNS]
-#   FBC_DIR defaults to ../shared/data/catalogs/community-operators-prod-derived/catalog
+#   FBC_DIR defaults to testdata/catalogs/community-operators-prod-derived/catalog (unpacked once by olm-testdata)
 #   Needs OLM_REGISTRY_BIN (`make tools && source "$OLM_CACHE_DIR/tools.env"`) and GNU time.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-fbc="${1:-${root}/../shared/data/catalogs/community-operators-prod-derived/catalog}"
+fbc="${1:-$(cargo run -q --manifest-path "${root}/Cargo.toml" -p olm-testdata -- catalogs/community-operators-prod-derived/catalog)}"
 runs="${2:-3}"
 : "${OLM_REGISTRY_BIN:?set OLM_REGISTRY_BIN: make tools && source \$OLM_CACHE_DIR/tools.env}"
 [[ -x /usr/bin/time ]] || { echo "needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }

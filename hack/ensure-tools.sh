@@ -1,28 +1,48 @@
 #!/usr/bin/env bash
 # Makes sure the tools the tests and `make run` need exist, building or fetching them into the cache
-# directory outside the clone, and writes their locations as shell exports to the file named by $1.
+# directory outside the clone, and writes their locations as shell exports to ENV_FILE.
 #
-# - kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok: built from Go modules
+# Usage: ensure-tools.sh [--tier apiserver|full] ENV_FILE
+#
+# - kube-apiserver, etcd, and for the full tier (the default; the tests need it) also
+#   kube-controller-manager, kube-scheduler and kwok: built from Go modules
 #   (hack/build-control-plane.sh), or taken from KUBEBUILDER_ASSETS.
 # - docker-registry: Debian's package, unpacked (never installed, so its service never starts).
 # - kubectl: the one on PATH, else built from Go modules at the control plane's version
-#   (hack/build-kubectl.sh), so `make run`'s instructions work on a machine without it.
+#   (hack/build-kubectl.sh), so `make run`'s instructions work on a machine without it. The tests
+#   comparing with `kubectl kustomize` and running hack/install.sh use it too: with
+#   OLM_REQUIRE_ALL=1 (make test) a kubectl that cannot be had is an error, not a warning. One on
+#   PATH more than one minor version away from the control plane is left alone: `make run` warns
+#   about it once and offers the built one.
 set -euo pipefail
-out="${1:?usage: ensure-tools.sh ENV_FILE}"
+tier="${OLM_TIER:-full}"
+out=""
+while (($#)); do
+  case "$1" in
+    --tier) tier="${2:-}"; shift 2 || { echo "ensure-tools: --tier needs a value" >&2; exit 2; } ;;
+    --tier=*) tier="${1#--tier=}"; shift ;;
+    *) out="$1"; shift ;;
+  esac
+done
+[[ -n "${out}" ]] || { echo "usage: ensure-tools.sh [--tier apiserver|full] ENV_FILE" >&2; exit 2; }
 here="$(cd "$(dirname "$0")" && pwd)"
 CACHE_ROOT="${OLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/olm-rs}"
 mkdir -p "${CACHE_ROOT}/bin"
 
 log() { echo "ensure-tools: $*" >&2; }
 
-assets="$("${here}/build-control-plane.sh" | tail -n 1)"
+assets="$("${here}/build-control-plane.sh" --tier "${tier}" | tail -n 1)"
 
 if [[ -z "${OLM_KUBECTL:-}" ]] && command -v kubectl >/dev/null; then
   kubectl="$(command -v kubectl)"
 else
   # Only `make run`'s instructions need kubectl; a failed build is a warning, not a failed set-up.
   kubectl="$("${here}/build-kubectl.sh" | tail -n 1)" || {
-    log "warning: could not build kubectl (see above); make run will print no kubectl path"
+    if [[ -n "${OLM_REQUIRE_ALL:-}" && "${OLM_REQUIRE_ALL}" != 0 ]]; then
+      log "error: could not build kubectl (see above), and OLM_REQUIRE_ALL is set: the kubectl tests would be skipped"
+      exit 1
+    fi
+    log "warning: could not build kubectl (see above); make run will print no kubectl path, the kubectl tests will be skipped"
     kubectl=""
   }
 fi

@@ -14,11 +14,7 @@ use olm_api::fbc::{Checks, DeclarativeConfig, validate, walk_metas_dir};
 const RUNS: usize = 5;
 
 fn default_catalog() -> PathBuf {
-    manifest_dir()
-        .ancestors()
-        .map(|dir| dir.join("shared/data/catalogs/community-operators-prod-derived/catalog"))
-        .find(|dir| dir.is_dir())
-        .expect("shared/data/catalogs not found above the crate")
+    olm_testdata::path("catalogs/community-operators-prod-derived/catalog")
 }
 
 fn measure(name: &str, mut f: impl FnMut() -> String) {
@@ -80,11 +76,4 @@ fn measure_walk(root: &Path) {
         .unwrap();
         format!("{n} blobs, {bytes} bytes of JSONL")
     });
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

@@ -1,4 +1,4 @@
-//! The real catalogs in `shared/data/catalogs` load and get the verdict their SOURCES.md predicts,
+//! The real catalogs in `testdata/catalogs` load and get the verdict their SOURCES.md predicts,
 //! and the served bytes match upstream's golden output.
 #![allow(clippy::unwrap_used)]
 
@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use olm_api::fbc::{Checks, DeclarativeConfig, Meta, Report, validate, walk_metas_dir};
 
-/// `shared/data/catalogs/<rel>`.
+/// `testdata/catalogs/<rel>`.
 fn data(rel: &str) -> PathBuf {
-    common::shared_data("catalogs").join(rel)
+    common::testdata(&format!("catalogs/{rel}"))
 }
 
 fn load(rel: &str) -> DeclarativeConfig {

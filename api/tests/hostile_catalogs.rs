@@ -195,7 +195,7 @@ fn a_yaml_document_over_the_object_limit_is_an_error_at_its_first_line() {
 
 #[test]
 fn the_catalog_file_limit_is_far_above_real_catalogs() {
-    // The largest real catalog file in shared/data is 4.3 MB.
+    // The largest real catalog file in testdata/catalogs is 4.3 MB.
     const { assert!(MAX_CATALOG_FILE_BYTES >= 1 << 30) };
 }
 

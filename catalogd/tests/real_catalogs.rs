@@ -1,4 +1,4 @@
-//! Every real catalog in `shared/data/catalogs` stored and served: each blob exactly once, in walk
+//! Every real catalog in `testdata/catalogs` stored and served: each blob exactly once, in walk
 //! order, as canonical compact JSON, and `/metas` filters exact.
 #![allow(clippy::unwrap_used)]
 
@@ -14,15 +14,9 @@ use catalogd::storage::Storage;
 use olm_api::fbc::{gojson, walk_metas_dir};
 use tower::ServiceExt;
 
-fn catalogs_root() -> PathBuf {
-    let mut dir = manifest_dir();
-    loop {
-        let candidate = dir.join("shared/data/catalogs");
-        if candidate.is_dir() {
-            return candidate;
-        }
-        assert!(dir.pop(), "shared/data/catalogs not found");
-    }
+/// `testdata/catalogs/<rel>` (see olm-testdata).
+fn catalog(rel: &str) -> PathBuf {
+    olm_testdata::path(&format!("catalogs/{rel}"))
 }
 
 async fn get(app: &axum::Router, uri: &str) -> String {
@@ -45,8 +39,9 @@ fn query_escape(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-/// Stores and serves one catalog directory and checks every endpoint against the walked blobs.
-async fn check(dir: &Path) {
+/// Stores and serves one catalog directory holding `expected_blobs` blobs and checks every endpoint
+/// against the walked blobs.
+async fn check(dir: &Path, expected_blobs: usize) {
     let mut blobs: Vec<(String, String, String, String)> = Vec::new();
     walk_metas_dir(dir, |m| {
         blobs.push((
@@ -59,6 +54,8 @@ async fn check(dir: &Path) {
     })
     .unwrap();
     assert!(!blobs.is_empty(), "{}", dir.display());
+    println!("{}: {} blobs", dir.display(), blobs.len());
+    assert_eq!(blobs.len(), expected_blobs, "blobs in {}", dir.display());
 
     let root = tempfile::tempdir().unwrap();
     let storage = Storage::open(root.path()).unwrap();
@@ -127,44 +124,57 @@ async fn check(dir: &Path) {
 
 #[tokio::test]
 async fn certified_operators_v4_22_is_served_blob_for_blob() {
-    check(&catalogs_root().join("certified-operators/catalogs/v4.22")).await;
+    check(&catalog("certified-operators/catalogs/v4.22"), 599).await;
 }
 
 #[tokio::test]
 async fn community_operators_v4_22_is_served_blob_for_blob() {
-    check(&catalogs_root().join("community-operators-prod/catalogs/v4.22")).await;
+    check(&catalog("community-operators-prod/catalogs/v4.22"), 763).await;
 }
 
 #[tokio::test]
 async fn community_operators_v4_16_with_bundle_objects_is_served_blob_for_blob() {
-    check(&catalogs_root().join("community-operators-prod/catalogs/v4.16")).await;
+    check(&catalog("community-operators-prod/catalogs/v4.16"), 266).await;
 }
 
 #[tokio::test]
 async fn the_derived_86_mb_catalog_is_served_blob_for_blob() {
-    check(&catalogs_root().join("community-operators-prod-derived/catalog")).await;
+    check(&catalog("community-operators-prod-derived/catalog"), 7213).await;
 }
 
 #[tokio::test]
 async fn upstream_fixture_catalogs_are_served_blob_for_blob() {
-    let root = catalogs_root();
-    for dir in [
-        "upstream-operator-controller/testdata/images/catalogs/test-catalog/v1/configs",
-        "upstream-operator-controller/testdata/images/catalogs/test-catalog/v2/configs",
-        "upstream-operator-controller/testdata/catalogs/test-catalog-v1",
-        "upstream-operator-controller/testdata/catalogs/test-catalog-v2",
-        "upstream-operator-controller/testdata/catalogs/test-catalog",
-        "upstream-operator-registry/alpha/action/testdata/index-declcfgs/latest",
-        "upstream-operator-registry/fbc-dir/file-based-catalog",
-        "upstream-operator-registry/test/e2e/testdata/test-configs/prometheus",
+    for (dir, blobs) in [
+        (
+            "upstream-operator-controller/testdata/images/catalogs/test-catalog/v1/configs",
+            27,
+        ),
+        (
+            "upstream-operator-controller/testdata/images/catalogs/test-catalog/v2/configs",
+            3,
+        ),
+        (
+            "upstream-operator-controller/testdata/catalogs/test-catalog-v1",
+            9,
+        ),
+        (
+            "upstream-operator-controller/testdata/catalogs/test-catalog-v2",
+            3,
+        ),
+        (
+            "upstream-operator-controller/testdata/catalogs/test-catalog",
+            7,
+        ),
+        (
+            "upstream-operator-registry/alpha/action/testdata/index-declcfgs/latest",
+            17,
+        ),
+        ("upstream-operator-registry/fbc-dir/file-based-catalog", 3),
+        (
+            "upstream-operator-registry/test/e2e/testdata/test-configs/prometheus",
+            2,
+        ),
     ] {
-        check(&root.join(dir)).await;
+        check(&catalog(dir), blobs).await;
     }
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

@@ -2,23 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-
-fn shared_data() -> PathBuf {
-    let mut dir = manifest_dir();
-    loop {
-        let candidate = dir.join("shared/data");
-        if candidate.is_dir() {
-            return candidate;
-        }
-        assert!(
-            dir.pop(),
-            "shared/data not found above {}",
-            manifest_dir().display()
-        );
-    }
-}
 
 /// Starts `catalogd serve` on a free port and returns the child and its base URL.
 fn serve(dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
@@ -56,8 +40,9 @@ fn terminate(mut child: Child) -> std::process::ExitStatus {
 
 #[tokio::test]
 async fn serve_answers_with_upstreams_exact_bytes_and_stops_cleanly_on_sigterm() {
-    let fixture = shared_data()
-        .join("catalogs/upstream-operator-controller/catalogd/testdata/catalogs/test-catalog");
+    let fixture = olm_testdata::path(
+        "catalogs/upstream-operator-controller/catalogd/testdata/catalogs/test-catalog",
+    );
     let expected = std::fs::read_to_string(fixture.join("expected_all.json")).unwrap();
     // Serve only the catalog file: the directory also holds the expected output.
     let (child, base) = serve(&fixture.join("catalog.yaml"), &["--name", "test-catalog"]);
@@ -141,11 +126,4 @@ fn serve_reports_a_broken_catalog_with_its_file_and_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("index.json"), "{stderr}");
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

@@ -4,15 +4,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// `shared/data` sits beside the repository (`../shared`); a worktree may be nested deeper, so
-/// look upwards from the crate.
+/// `testdata/catalogs/<rel>` (see olm-testdata).
 fn data(rel: &str) -> PathBuf {
-    manifest_dir()
-        .ancestors()
-        .map(|dir| dir.join("shared/data/catalogs"))
-        .find(|dir| dir.is_dir())
-        .expect("shared/data/catalogs not found above the crate")
-        .join(rel)
+    olm_testdata::path(&format!("catalogs/{rel}"))
 }
 
 fn catalogd(args: &[&str]) -> Output {
@@ -164,11 +158,4 @@ fn help_exits_zero() {
     let o = catalogd(&["validate", "--help"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("DIR"));
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

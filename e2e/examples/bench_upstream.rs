@@ -200,7 +200,7 @@ async fn run(settings: Settings) {
             bundles: vec![(bundle_name(&package, "1.0.0"), "1.0.0".into(), image)],
         });
     }
-    let derived = images::shared_data("catalogs/community-operators-prod-derived/catalog");
+    let derived = images::testdata("catalogs/community-operators-prod-derived/catalog");
     let mut catalog_images = Vec::new();
     for v in 0..CATALOGS {
         let dir = scratch.path().join(format!("fbc-{v}"));

@@ -4,7 +4,7 @@
 //!
 //! Usage (release mode, registry binary from `make tools`):
 //!   cargo run --release -p olm-e2e --example image_pull_bench -- [FBC_DIR]
-//! FBC_DIR defaults to ../shared/data/catalogs/community-operators-prod-derived.
+//! FBC_DIR defaults to testdata/catalogs/community-operators-prod-derived.
 //! The pull process runs under `/usr/bin/time -v` when it exists.
 #![allow(clippy::unwrap_used)]
 
@@ -22,9 +22,10 @@ async fn main() {
         pull(&args[1], &args[2], &args[3]).await;
         return;
     }
-    let fbc_dir = args.first().map(PathBuf::from).unwrap_or_else(|| {
-        olm_e2e::images::shared_data("catalogs/community-operators-prod-derived")
-    });
+    let fbc_dir = args
+        .first()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| olm_e2e::images::testdata("catalogs/community-operators-prod-derived"));
 
     let registry = Registry::start().await.unwrap_or_else(|e| panic!("{e}"));
     let reference = registry.image("bench/catalog:v1");

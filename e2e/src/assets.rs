@@ -27,6 +27,19 @@ const HOW_TO_FIX: &str = "run the tests through `make test` (or `make e2e`), whi
      control plane once into the cache with hack/build-control-plane.sh and exports the variable; \
      by hand: `hack/ensure-tools.sh /tmp/tools.env && source /tmp/tools.env`";
 
+/// The cache directory the `hack/` scripts build into: `$OLM_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/olm-rs`, else `~/.cache/olm-rs`.
+pub fn cache_root() -> Option<PathBuf> {
+    let set = |var| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    set("OLM_CACHE_DIR")
+        .or_else(|| set("XDG_CACHE_HOME").map(|x| x.join("olm-rs")))
+        .or_else(|| set("HOME").map(|h| h.join(".cache/olm-rs")))
+}
+
 /// A binary could not be found.
 #[derive(Debug, thiserror::Error)]
 pub enum AssetsError {

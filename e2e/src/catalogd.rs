@@ -30,7 +30,7 @@ use serde_json::json;
 
 use crate::assets::Assets;
 use crate::eventually::eventually_explained;
-use crate::images::{push_catalog, shared_data};
+use crate::images::{push_catalog, testdata};
 use crate::process::{Spec, Supervised};
 use crate::registry::Registry;
 use crate::test_env::unique_name;
@@ -56,6 +56,11 @@ pub struct Options<'a> {
     /// The content server's port (default: a free one). A replacement for a stopped catalogd
     /// passes the old one, as a Service keeps `status.urls.base` stable in a cluster.
     pub content_port: Option<u16>,
+    /// `--external-address`, the `HOST:PORT` of `status.urls.base` (default: the content
+    /// server's own address). A test puts a proxy of its own there.
+    pub external_address: Option<String>,
+    /// Further environment variables of the process (process tier only).
+    pub env: Vec<(String, String)>,
 }
 
 impl<'a> Options<'a> {
@@ -69,6 +74,8 @@ impl<'a> Options<'a> {
             identity: None,
             kubeconfig: None,
             content_port: None,
+            external_address: None,
+            env: Vec::new(),
         }
     }
 }
@@ -107,6 +114,8 @@ fn loopback(port: u16) -> SocketAddr {
 /// What both tiers set up alike: the two listen addresses and the scratch and cache directories.
 struct Setup {
     content: SocketAddr,
+    /// What `status.urls.base` names.
+    external_address: String,
     health: SocketAddr,
     cache: PathBuf,
     owned_cache: Option<tempfile::TempDir>,
@@ -122,8 +131,13 @@ impl Setup {
                 (dir.path().to_path_buf(), Some(dir))
             }
         };
+        let content = loopback(opts.content_port.unwrap_or_else(free_port));
         Setup {
-            content: loopback(opts.content_port.unwrap_or_else(free_port)),
+            content,
+            external_address: opts
+                .external_address
+                .clone()
+                .unwrap_or_else(|| content.to_string()),
             health: loopback(free_port()),
             cache,
             owned_cache,
@@ -163,7 +177,7 @@ impl Catalogd {
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--catalogs-server-addr", &setup.content.to_string()])
-            .args(["--external-address", &setup.content.to_string()])
+            .args(["--external-address", &setup.external_address])
             .arg("--cache-dir")
             .arg(&setup.cache)
             .args(["--metrics-bind-address", "0"])
@@ -178,6 +192,9 @@ impl Catalogd {
             .env("RUST_LOG", "info,catalogd=debug");
         if let Some(id) = opts.identity {
             spec = spec.env("POD_NAME", id);
+        }
+        for (key, value) in &opts.env {
+            spec = spec.env(key, value);
         }
         if let Some(ns) = opts.leader_election_namespace {
             spec = spec
@@ -201,7 +218,7 @@ impl Catalogd {
                     .unwrap_or_else(|| env.kubeconfig_path().to_path_buf()),
             ),
             catalogs_server_addr: setup.content,
-            external_address: setup.content.to_string(),
+            external_address: setup.external_address.clone(),
             cache_dir: setup.cache.clone(),
             tls: None,
             limits: olm_runtime::server::ServerLimits::default(),
@@ -215,6 +232,7 @@ impl Catalogd {
             global_pull_secret: None,
             pull_cas_dir: None,
             insecure_registries: vec![opts.registry.host()],
+            registries_conf: olm_image::RegistriesConfFiles::none(),
             gc_interval: Duration::from_secs(2),
             poll_unit: Duration::from_secs(1),
             identity: olm_runtime::leader::identity(opts.identity, "catalogd-in-process"),
@@ -375,9 +393,9 @@ pub fn all_path(name: &str) -> String {
     format!("/catalogs/{name}/api/v1/all")
 }
 
-/// Upstream's test catalog at `version` (`v1`, `v2`): an FBC directory in `shared/data`.
+/// Upstream's test catalog at `version` (`v1`, `v2`): an FBC directory in `testdata/`.
 pub fn test_catalog(version: &str) -> PathBuf {
-    shared_data(&format!(
+    testdata(&format!(
         "catalogs/upstream-operator-controller/testdata/images/catalogs/test-catalog/{version}/configs"
     ))
 }

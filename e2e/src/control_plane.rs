@@ -39,7 +39,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::assets::{Assets, AssetsError};
-use crate::process::{ProcessError, Spec, Supervised};
+use crate::process::{Exited, ProcessError, Spec, Supervised};
 use crate::workdir::WorkDir;
 use certs::{CertError, Pki};
 use crds::CrdError;
@@ -562,6 +562,19 @@ impl ControlPlane {
             .map(|(name, d)| format!("{name} {:.1}s", d.as_secs_f64()))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// The first component found to have exited since start-up (reaped, with the last
+    /// `tail_lines` lines of its log), if any. A control plane missing a component is broken: the
+    /// caller decides whether to stop it.
+    pub fn exited_component(&mut self, tail_lines: usize) -> Option<Exited> {
+        self.processes.iter_mut().find_map(|p| p.exited(tail_lines))
+    }
+
+    /// Keeps the scratch directory (certificates, kubeconfig, logs) when the control plane is
+    /// stopped or dropped, for a look at what went wrong.
+    pub fn keep_work_dir(&mut self) {
+        self.work.keep();
     }
 
     /// The running components in start order.

@@ -9,15 +9,10 @@ use olm_image::{Platform, Puller, PullerConfig};
 
 use crate::registry::Registry;
 
-/// `shared/data/<relative>`, found by walking up from the repository root: `../shared` beside a
-/// clone (as CI checks it out), or further up from a worktree nested deeper.
-pub fn shared_data(relative: &str) -> PathBuf {
-    let root = crate::repo_root();
-    root.ancestors()
-        .map(|dir| dir.join("shared/data"))
-        .find(|candidate| candidate.is_dir())
-        .unwrap_or_else(|| root.join("../shared/data"))
-        .join(relative)
+/// `testdata/<relative>` of the repository, as a plain path (large trees unpacked once into the
+/// cache; see olm-testdata). Panics naming the file when it is missing.
+pub fn testdata(relative: &str) -> PathBuf {
+    olm_testdata::path(relative)
 }
 
 /// A pusher for `registry`.
@@ -58,7 +53,7 @@ pub fn catalog_image(files: &[(&str, &str)]) -> ImageSpec {
         .collect();
     all.push(("bin/opm".to_string(), "not extracted".to_string()));
     ImageSpec {
-        layers: vec![Layer::from_files(&all)],
+        layers: vec![Layer::from_files(&all).expect("catalog files are relative paths")],
         labels: catalog_labels("/configs"),
         platform: Platform::default(),
     }

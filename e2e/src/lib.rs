@@ -10,7 +10,11 @@
 //!   `make release-manifest`).
 //! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
 //!   binary discovery and listening-socket inspection.
+//! - [`dev_env`] (`olm-dev-env run`, `make run`) and [`kubectl`]: the environment for trying OLM by
+//!   hand, which watches its components.
 //! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
+//! - [`skip`]: skipping part of a test on a partial machine, a failure under `make test`.
+//! - [`stalling_proxy`]: a TCP proxy that forwards until told to stall after response headers.
 
 pub mod assets;
 pub mod bench;
@@ -19,12 +23,15 @@ pub mod control_plane;
 pub mod dev_env;
 pub mod eventually;
 pub mod images;
+pub mod kubectl;
 pub mod operator_controller;
 pub mod process;
 pub mod registry;
 pub mod release;
 pub mod scenario;
+pub mod skip;
 pub mod sockets;
+pub mod stalling_proxy;
 pub mod test_env;
 pub mod workdir;
 

@@ -35,6 +35,9 @@ pub struct Spec {
     /// Working directory (the log file's directory when `None`).
     pub cwd: Option<PathBuf>,
     pub log_path: PathBuf,
+    /// Append to the log file instead of starting it afresh (a restarted component keeps the log
+    /// of its earlier runs).
+    pub append_log: bool,
 }
 
 impl Spec {
@@ -47,6 +50,7 @@ impl Spec {
             env: Vec::new(),
             cwd: None,
             log_path: log_dir.join(format!("{name}.log")),
+            append_log: false,
         }
     }
 
@@ -122,7 +126,15 @@ fn spawn_here(spec: &Spec) -> Result<Child, ProcessError> {
         path: spec.log_path.clone(),
         source,
     };
-    let log = File::create(&spec.log_path).map_err(log_err)?;
+    let log = if spec.append_log {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&spec.log_path)
+    } else {
+        File::create(&spec.log_path)
+    }
+    .map_err(log_err)?;
     let log_err2 = log.try_clone().map_err(log_err)?;
     let cwd = spec
         .cwd
@@ -154,6 +166,36 @@ fn spawn_here(spec: &Spec) -> Result<Child, ProcessError> {
             }
         }
     })
+}
+
+/// A child that has exited: which one, how, and the end of its log.
+#[derive(Clone, Debug)]
+pub struct Exited {
+    pub name: String,
+    pub status: ExitStatus,
+    pub log: PathBuf,
+    /// The last lines of the log when the exit was noticed.
+    pub tail: String,
+}
+
+impl std::fmt::Display for Exited {
+    /// `NAME exited (STATUS); last lines of LOG:` and the lines, indented.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} exited ({}); last lines of {}:",
+            self.name,
+            self.status,
+            self.log.display()
+        )?;
+        if self.tail.is_empty() {
+            return write!(f, "\n    (the log is empty)");
+        }
+        for line in self.tail.lines() {
+            write!(f, "\n    {line}")?;
+        }
+        Ok(())
+    }
 }
 
 /// A running child. Dropping it kills the child (SIGKILL) and reaps it.
@@ -219,6 +261,17 @@ impl Supervised {
     /// The last `lines` lines of the child's log.
     pub fn log_tail(&self, lines: usize) -> String {
         log_tail(&self.log_path, lines)
+    }
+
+    /// If the child has exited (it is reaped): its status and the last `lines` lines of its log.
+    pub fn exited(&mut self, lines: usize) -> Option<Exited> {
+        let status = self.try_exit_status()?;
+        Some(Exited {
+            name: self.name.clone(),
+            status,
+            log: self.log_path.clone(),
+            tail: self.log_tail(lines),
+        })
     }
 
     /// Stops the child: SIGTERM, up to `grace` to exit, then SIGKILL; always reaps it.
@@ -320,6 +373,59 @@ mod tests {
         }
         assert!(!child.try_exit_status().unwrap().success());
         assert!(child.log_tail(5).contains("/nonexistent/olm-e2e-binary"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_exit_names_the_child_its_status_and_its_last_log_lines() {
+        let dir = tempfile_dir();
+        let spec = Spec::new("failing", "/bin/sh", &dir).args(["-c", "echo one; echo two; exit 3"]);
+        let mut child = Supervised::start(spec).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let exited = loop {
+            if let Some(exited) = child.exited(1) {
+                break exited;
+            }
+            assert!(Instant::now() < deadline, "the child did not exit");
+            thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(exited.name, "failing");
+        assert_eq!(exited.status.code(), Some(3));
+        assert_eq!(
+            exited.to_string(),
+            format!(
+                "failing exited (exit status: 3); last lines of {}:\n    two",
+                dir.join("failing.log").display()
+            )
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_restarted_child_appends_to_its_log() {
+        let dir = tempfile_dir();
+        let run = |append_log: bool, word: &str| {
+            let mut spec =
+                Spec::new("twice", "/bin/sh", &dir).args(["-c", &format!("echo {word}")]);
+            spec.append_log = append_log;
+            let mut child = Supervised::start(spec).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while child.try_exit_status().is_none() {
+                assert!(Instant::now() < deadline, "the child did not exit");
+                thread::sleep(Duration::from_millis(10));
+            }
+        };
+        run(false, "first");
+        run(true, "second");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("twice.log")).unwrap(),
+            "first\nsecond\n"
+        );
+        run(false, "fresh");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("twice.log")).unwrap(),
+            "fresh\n"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

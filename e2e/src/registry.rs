@@ -99,6 +99,8 @@ pub struct Registry {
     options: RegistryOptions,
     ca_pem: Option<String>,
     process: Option<Supervised>,
+    /// Where `registry.log` goes (its own directory when `None`).
+    log_dir: Option<PathBuf>,
 }
 
 impl Registry {
@@ -114,6 +116,15 @@ impl Registry {
 
     /// A registry with the given options.
     pub async fn start_with(options: RegistryOptions) -> Result<Registry, RegistryError> {
+        Self::start_logging_in(options, None).await
+    }
+
+    /// A registry with the given options whose log is `LOG_DIR/registry.log` (beside the logs of
+    /// other components) instead of a file in its own directory.
+    pub async fn start_logging_in(
+        options: RegistryOptions,
+        log_dir: Option<&Path>,
+    ) -> Result<Registry, RegistryError> {
         let bin = registry_binary()?;
         let dir = tempfile::Builder::new()
             .prefix("olm-registry-")
@@ -129,6 +140,7 @@ impl Registry {
             options,
             ca_pem: None,
             process: None,
+            log_dir: log_dir.map(Path::to_path_buf),
         };
         registry.write_auth_and_tls()?;
         // A port picked by binding :0 can be taken by someone else before the registry binds it.
@@ -246,8 +258,17 @@ impl Registry {
         self.shut_down().await;
     }
 
-    fn log_path(&self) -> PathBuf {
-        self.dir.path().join("registry.log")
+    /// The registry's log (its access log included).
+    pub fn log_path(&self) -> PathBuf {
+        self.log_dir
+            .as_deref()
+            .unwrap_or(self.dir.path())
+            .join("registry.log")
+    }
+
+    /// If the registry process has exited: its status and the last `lines` lines of its log.
+    pub fn exited(&mut self, lines: usize) -> Option<crate::process::Exited> {
+        self.process.as_mut()?.exited(lines)
     }
 
     fn config_path(&self) -> PathBuf {
@@ -304,9 +325,15 @@ impl Registry {
     }
 
     async fn spawn_and_wait(&mut self) -> Result<(), RegistryError> {
-        let spec = Spec::new("registry", &self.bin, self.dir.path())
-            .arg("serve")
-            .arg(self.config_path());
+        let log_dir = self.log_dir.clone();
+        let mut spec = Spec::new(
+            "registry",
+            &self.bin,
+            log_dir.as_deref().unwrap_or(self.dir.path()),
+        )
+        .arg("serve")
+        .arg(self.config_path());
+        spec.cwd = Some(self.dir.path().to_path_buf());
         let process = Supervised::start(spec).map_err(|e| RegistryError::Setup {
             what: "process",
             source: std::io::Error::other(e),
@@ -370,11 +397,8 @@ fn registry_binary() -> Result<PathBuf, RegistryError> {
         };
     }
     // The location hack/ensure-tools.sh installs to, so `cargo test` works after `make tools`.
-    let cache_root = std::env::var_os("OLM_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|x| PathBuf::from(x).join("olm-rs")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/olm-rs")));
-    if let Some(candidate) = cache_root.map(|root| root.join("bin/docker-registry"))
+    if let Some(candidate) =
+        crate::assets::cache_root().map(|root| root.join("bin/docker-registry"))
         && candidate.is_file()
     {
         return Ok(candidate);

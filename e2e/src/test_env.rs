@@ -103,16 +103,24 @@ impl TestEnv {
 ///
 /// # Panics
 /// When the environment cannot start (for example, the binaries are missing): every test that
-/// needs it fails with the reason, none is skipped.
+/// needs it fails with the reason, none is skipped. Also when `OLM_REQUIRE_ALL` is set (as under
+/// `make test`) and `OLM_TEST_TIER` asks for less than the full tier, whose absence would leave
+/// out the parts of tests that need Pods or garbage collection.
 pub async fn shared() -> &'static TestEnv {
     static ENV: tokio::sync::OnceCell<Result<TestEnv, String>> = tokio::sync::OnceCell::const_new();
     let env = ENV
         .get_or_init(|| async {
             let started = Instant::now();
-            let env = match TestEnv::tier_from_env() {
-                Ok(tier) => TestEnv::start(tier).await.map_err(|e| e.to_string())?,
-                Err(e) => return Err(e.to_string()),
-            };
+            let tier = TestEnv::tier_from_env().map_err(|e| e.to_string())?;
+            if tier != Tier::Full && crate::skip::require_all() {
+                return Err(format!(
+                    "{TIER_ENV}=apiserver leaves out the parts of tests that need the full tier, \
+                     and {REQUIRE_ALL_ENV} is set (make test sets it): unset {TIER_ENV}, or run \
+                     with {REQUIRE_ALL_ENV}=0 to allow that",
+                    REQUIRE_ALL_ENV = crate::skip::REQUIRE_ALL_ENV
+                ));
+            }
+            let env = TestEnv::start(tier).await.map_err(|e| e.to_string())?;
             eprintln!(
                 "olm-e2e: test environment ({:?}) ready in {:.1}s ({}); KUBECONFIG={}",
                 env.control_plane.tier(),

@@ -237,7 +237,7 @@ async fn image_index_resolves_to_the_configured_platform() {
 #[tokio::test]
 async fn catalog_without_the_configs_label_fails_with_upstream_message() {
     let spec = ImageSpec {
-        layers: vec![Layer::from_files(&[("configs/a.json", "{}")])],
+        layers: vec![Layer::from_files(&[("configs/a.json", "{}")]).unwrap()],
         ..ImageSpec::default()
     };
     let f = ImageFixture::image("catalogs/nolabel:v1", &spec).await;
@@ -374,7 +374,7 @@ async fn hostile_layers_are_rejected_and_nothing_is_written_outside_the_cache() 
     let registry = registry().await;
     let pusher = pusher(&registry);
     for (name, entries, bad_entry, reason) in cases {
-        let layer = Layer::gzip_tar(&hostile_tar(&entries));
+        let layer = Layer::gzip_tar(&hostile_tar(&entries)).unwrap();
         let layer_digest = layer.digest();
         let spec = ImageSpec {
             layers: vec![layer],

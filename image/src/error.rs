@@ -10,6 +10,7 @@ use olm_api::v1::ConditionReason;
 
 use crate::extract::ExtractError;
 use crate::labels::CATALOG_CONFIGS_LABEL;
+use crate::registries_conf::{Origin, RegistriesConfError};
 
 /// A failed pull or resolution of `reference`.
 #[derive(Debug, thiserror::Error)]
@@ -63,28 +64,12 @@ impl ConditionError for ImageError {
     /// Content found under a tag is not terminal: the tag may be re-pushed, and only a new
     /// resolution can notice (the same reasoning upstream applies to the catalog label).
     /// Credentials are never terminal: a pull secret can be fixed without touching the spec.
+    ///
+    /// registries.conf problems (unreadable, invalid, a blocked registry) are never terminal
+    /// either: the file is read again before every pull. When mirrors were tried, the failure is
+    /// terminal only if every source's failure is.
     fn is_terminal(&self) -> bool {
-        use ImageErrorKind as K;
-        match &self.kind {
-            K::InvalidReference { .. } => true,
-            K::Unreachable { .. }
-            | K::Unauthorized { .. }
-            | K::RateLimited { .. }
-            | K::ServerError { .. }
-            | K::Protocol { .. }
-            | K::DigestMismatch { .. }
-            | K::Cache { .. } => false,
-            K::Extract(e) => self.digest_pinned && e.is_hostile_or_corrupt(),
-            K::NotFound { .. }
-            | K::UnsupportedManifest { .. }
-            | K::InvalidManifest { .. }
-            | K::NoMatchingPlatform { .. }
-            | K::InvalidConfig { .. }
-            | K::MissingCatalogLabel
-            | K::InvalidCatalogLabel { .. }
-            | K::UnsupportedLayerMediaType { .. }
-            | K::TooLarge { .. } => self.digest_pinned,
-        }
+        self.kind.is_terminal(self.digest_pinned)
     }
 }
 
@@ -215,6 +200,23 @@ pub enum ImageErrorKind {
     /// A layer could not be applied (hostile entry, corrupt stream, limits, local disk).
     #[error(transparent)]
     Extract(ExtractError),
+    /// registries.conf cannot be read, is invalid, or rewrites the reference into an invalid one.
+    #[error(transparent)]
+    RegistriesConf(Box<RegistriesConfError>),
+    /// registries.conf blocks the registry (upstream's wording, with the file and line).
+    #[error("registry {prefix} is blocked in {origin}")]
+    Blocked {
+        /// The prefix of the blocking entry.
+        prefix: String,
+        /// Where that entry is declared.
+        origin: Origin,
+    },
+    /// Mirrors were configured and every source failed; the primary location's failure last.
+    #[error("{}", all_sources_failed(attempts))]
+    AllSourcesFailed {
+        /// One per source, in the order tried.
+        attempts: Vec<SourceAttempt>,
+    },
     /// Local cache trouble (disk full, permissions).
     #[error("failed to {op} {path:?}: {source}")]
     Cache {
@@ -242,7 +244,63 @@ fn unauthorized_message(registry: &str, status: u16, had_credentials: bool) -> S
     }
 }
 
+/// One pull source that failed.
+#[derive(Debug)]
+pub struct SourceAttempt {
+    /// The reference at that source.
+    pub reference: String,
+    /// How it failed.
+    pub error: ImageErrorKind,
+}
+
+/// Upstream's shape: `(mirrors also failed: [ref: error] [ref: error]): primary-ref: error`.
+fn all_sources_failed(attempts: &[SourceAttempt]) -> String {
+    let Some((primary, mirrors)) = attempts.split_last() else {
+        return "no pull source was tried".to_string();
+    };
+    let mirrors: Vec<String> = mirrors
+        .iter()
+        .map(|a| format!("[{}: {}]", a.reference, a.error))
+        .collect();
+    format!(
+        "(mirrors also failed: {}): {}: {}",
+        mirrors.join(" "),
+        primary.reference,
+        primary.error
+    )
+}
+
 impl ImageErrorKind {
+    /// See [`ImageError::is_terminal`]'s table.
+    fn is_terminal(&self, digest_pinned: bool) -> bool {
+        use ImageErrorKind as K;
+        match self {
+            K::InvalidReference { .. } => true,
+            K::Unreachable { .. }
+            | K::Unauthorized { .. }
+            | K::RateLimited { .. }
+            | K::ServerError { .. }
+            | K::Protocol { .. }
+            | K::DigestMismatch { .. }
+            | K::RegistriesConf(_)
+            | K::Blocked { .. }
+            | K::Cache { .. } => false,
+            K::AllSourcesFailed { attempts } => {
+                !attempts.is_empty() && attempts.iter().all(|a| a.error.is_terminal(digest_pinned))
+            }
+            K::Extract(e) => digest_pinned && e.is_hostile_or_corrupt(),
+            K::NotFound { .. }
+            | K::UnsupportedManifest { .. }
+            | K::InvalidManifest { .. }
+            | K::NoMatchingPlatform { .. }
+            | K::InvalidConfig { .. }
+            | K::MissingCatalogLabel
+            | K::InvalidCatalogLabel { .. }
+            | K::UnsupportedLayerMediaType { .. }
+            | K::TooLarge { .. } => digest_pinned,
+        }
+    }
+
     pub(crate) fn cache(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         Self::Cache {
             op,
@@ -269,6 +327,45 @@ mod tests {
         let tagged = error(false, ImageErrorKind::MissingCatalogLabel);
         assert!(!tagged.is_terminal());
         assert_eq!(tagged.reason(), ConditionReason::Retrying);
+    }
+
+    #[test]
+    fn failures_of_every_pull_source_are_terminal_only_if_each_one_is() {
+        let not_found = |registry: &str| ImageErrorKind::NotFound {
+            registry: registry.into(),
+            detail: "manifest unknown".into(),
+        };
+        let attempt = |reference: &str, error| SourceAttempt {
+            reference: reference.into(),
+            error,
+        };
+        let all_missing = ImageErrorKind::AllSourcesFailed {
+            attempts: vec![
+                attempt("mirror.io/cat@sha256:1", not_found("mirror.io")),
+                attempt("reg.io/cat@sha256:1", not_found("reg.io")),
+            ],
+        };
+        assert!(error(true, all_missing).is_terminal());
+        let mirror_down = ImageErrorKind::AllSourcesFailed {
+            attempts: vec![
+                attempt(
+                    "mirror.io/cat@sha256:1",
+                    ImageErrorKind::Unreachable {
+                        registry: "mirror.io".into(),
+                        reason: "connection refused".into(),
+                    },
+                ),
+                attempt("reg.io/cat@sha256:1", not_found("reg.io")),
+            ],
+        };
+        let e = error(true, mirror_down);
+        assert!(!e.is_terminal());
+        assert_eq!(
+            e.to_string(),
+            "failed to pull image \"reg.io/cat:v1\": (mirrors also failed: [mirror.io/cat@sha256:1: \
+             failed to reach registry mirror.io: connection refused]): reg.io/cat@sha256:1: image not \
+             found in registry reg.io: manifest unknown"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! images, only the FBC directory extracted) and operator-controller (bundle images, everything).
 //!
 //! Entry points: [`Puller`] (network: registries), [`push`] (network: registries),
-//! [`extract::Extractor`] and [`cache::DiskCache`] (local disk only).
+//! [`extract::Extractor`] and [`cache::DiskCache`] (local disk only), [`registries_conf`] (mirrors
+//! and blocked registries from registries.conf; reads its files).
 
 pub mod auth;
 pub mod cache;
@@ -15,6 +16,7 @@ pub mod manifest;
 pub mod pull;
 pub mod push;
 pub mod reference;
+pub mod registries_conf;
 pub mod registry_client;
 
 pub use auth::{AuthError, Credentials, DockerConfig};
@@ -25,4 +27,5 @@ pub use manifest::Platform;
 pub use olm_api::condition_error::ConditionError;
 pub use pull::{ExtractFilter, Puller, PullerConfig, Unpacked};
 pub use reference::ImageRef;
+pub use registries_conf::{RegistriesConfError, RegistriesConfFiles};
 pub use registry_client::ConnectionError;

@@ -11,10 +11,15 @@
 //! | digest    | hit          | none                                                 |
 //! | tag       | hit          | one manifest GET                                     |
 //! | either    | miss         | manifest(s), config, every layer blob                |
+//!
+//! With registries.conf ([`crate::registries_conf`]), the first manifest GET goes to each pull
+//! source in turn (mirrors, then the primary location; blocked ones are skipped with an error)
+//! and the rest of the pull to the source that answered. The digest, the cache entry and the
+//! reference recorded (`digest_ref`) are the image's own, whichever source served it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use futures::StreamExt;
@@ -25,7 +30,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::auth::DockerConfig;
 use crate::cache::{CacheEntry, CacheRecord, DiskCache};
-use crate::error::{ImageError, ImageErrorKind};
+use crate::error::{ImageError, ImageErrorKind, SourceAttempt};
 use crate::extract::{Extractor, Limits, PathFilter};
 use crate::labels::CATALOG_CONFIGS_LABEL;
 use crate::manifest::{
@@ -33,8 +38,10 @@ use crate::manifest::{
     Platform, is_tar_layer,
 };
 use crate::reference::{ImageRef, sha256_digest, validate_digest};
+use crate::registries_conf::{PullSource, RegistriesConfFiles, RegistriesConfReloader};
 use crate::registry_client::{
-    ConnectionConfig, ConnectionError, build_client, map_error, transport_reason,
+    ConnectionConfig, ConnectionError, InsecureTransport, build_client, build_insecure_client,
+    map_error, transport_reason,
 };
 
 /// Image configs are small JSON documents; anything bigger is not an image config.
@@ -93,6 +100,9 @@ pub struct PullerConfig {
     pub extra_ca_pem: Option<Vec<u8>>,
     /// Caps on entries and bytes.
     pub limits: Limits,
+    /// registries.conf files: mirrors, remapped locations, insecure and blocked registries
+    /// (none by default). They are read again before each pull that needs the network.
+    pub registries: RegistriesConfFiles,
 }
 
 impl PullerConfig {
@@ -105,6 +115,7 @@ impl PullerConfig {
             auth: None,
             extra_ca_pem: None,
             limits: Limits::default(),
+            registries: RegistriesConfFiles::none(),
         }
     }
 }
@@ -152,6 +163,11 @@ impl Unpacked {
 /// are serialised, pulls for different owners run concurrently.
 pub struct Puller {
     client: oci_client::Client,
+    /// Registries spoken to over plain HTTP by `client` (`--insecure-registries`).
+    insecure_registries: Vec<String>,
+    /// For registries.conf sources marked `insecure`, built when first needed.
+    insecure_clients: OnceLock<Result<InsecureClients, ConnectionError>>,
+    registries: Option<RegistriesConfReloader>,
     auth: DockerConfig,
     platform: Platform,
     limits: Limits,
@@ -163,11 +179,15 @@ impl Puller {
     /// Builds the registry client; fails only on an unusable CA bundle.
     pub fn new(config: PullerConfig) -> Result<Self, ConnectionError> {
         let client = build_client(&ConnectionConfig {
-            insecure_registries: config.insecure_registries,
+            insecure_registries: config.insecure_registries.clone(),
             extra_ca_pem: config.extra_ca_pem,
         })?;
         Ok(Self {
             client,
+            insecure_registries: config.insecure_registries,
+            insecure_clients: OnceLock::new(),
+            registries: (!config.registries.is_none())
+                .then(|| RegistriesConfReloader::new(config.registries)),
             auth: config.auth.unwrap_or_default(),
             platform: config.platform,
             limits: config.limits,
@@ -188,8 +208,8 @@ impl Puller {
         if let Some(digest) = image.digest() {
             return Ok(digest.to_string());
         }
-        let (_, digest) = self
-            .fetch_manifest(&image, image.oci())
+        let (_, _, digest) = self
+            .open(&image)
             .await
             .map_err(|kind| ImageError::new(reference, false, kind))?;
         Ok(digest)
@@ -268,27 +288,23 @@ impl Puller {
         reference: &str,
         filter: ExtractFilter,
     ) -> Result<Unpacked, ImageErrorKind> {
-        let (digest, manifest_body) = match image.digest() {
-            Some(digest) => (digest.to_string(), None),
-            None => {
-                let (body, digest) = self.fetch_manifest(image, image.oci()).await?;
-                (digest, Some(body))
-            }
-        };
-        if let Some(entry) = self.lookup(owner, &digest, filter)? {
+        // A digest already unpacked needs no network (and no registries.conf).
+        if let Some(digest) = image.digest()
+            && let Some(entry) = self.lookup(owner, digest, filter)?
+        {
             tracing::debug!(owner, %digest, "image already unpacked");
             return Ok(Unpacked::from_entry(entry, false));
         }
-        let body = match manifest_body {
-            Some(body) => body,
-            None => {
-                self.fetch_manifest(image, &image.oci_with_digest(&digest))
-                    .await?
-                    .0
-            }
-        };
-        let (manifest, manifest_digest) = self.select_image_manifest(image, body, &digest).await?;
-        let config_bytes = self.fetch_config(image, &manifest.config).await?;
+        let (source, body, digest) = self.open(image).await?;
+        if image.digest().is_none()
+            && let Some(entry) = self.lookup(owner, &digest, filter)?
+        {
+            tracing::debug!(owner, %digest, "image already unpacked");
+            return Ok(Unpacked::from_entry(entry, false));
+        }
+        let (manifest, manifest_digest) =
+            self.select_image_manifest(&source, body, &digest).await?;
+        let config_bytes = self.fetch_config(&source, &manifest.config).await?;
         let config =
             ImageConfig::parse(&config_bytes).map_err(|reason| ImageErrorKind::InvalidConfig {
                 digest: manifest.config.digest.clone(),
@@ -304,7 +320,7 @@ impl Puller {
             .map_err(|e| cache_err("create staging directory in", e))?;
         let extracted_bytes = self
             .download_and_extract(
-                image,
+                &source,
                 &manifest.layers,
                 staging.layers_dir(),
                 staging.content_dir(),
@@ -338,6 +354,104 @@ impl Puller {
         Ok(Unpacked::from_entry(entry, true))
     }
 
+    /// Fetches the manifest `image` names from the first of its pull sources that serves it.
+    /// Returns that source, the manifest and its digest. One source fails as itself; several
+    /// fail together ([`ImageErrorKind::AllSourcesFailed`]).
+    async fn open(
+        &self,
+        image: &ImageRef,
+    ) -> Result<(Source<'_>, bytes::Bytes, String), ImageErrorKind> {
+        let sources = match &self.registries {
+            None => vec![PullSource {
+                reference: image.clone(),
+                insecure: false,
+                mirror: false,
+                blocked: None,
+            }],
+            Some(registries) => registries
+                .current()
+                .and_then(|conf| conf.pull_sources(image))
+                .map_err(|e| ImageErrorKind::RegistriesConf(Box::new(e)))?,
+        };
+        let mut attempts = Vec::with_capacity(sources.len());
+        for source in sources {
+            let result = match &source.blocked {
+                Some(blocked) => Err(ImageErrorKind::Blocked {
+                    prefix: blocked.prefix.clone(),
+                    origin: blocked.origin.clone(),
+                }),
+                None => self.open_source(&source).await,
+            };
+            match result {
+                Ok((opened, body, digest)) => {
+                    if source.reference != *image {
+                        // Debug: tag references are resolved at every poll.
+                        tracing::debug!(reference = %image, source = %source.reference, mirror = source.mirror, "pulling from the location registries.conf gives");
+                    }
+                    return Ok((opened, body, digest));
+                }
+                Err(error) => {
+                    tracing::debug!(reference = %image, source = %source.reference, %error, "pull source failed");
+                    attempts.push(SourceAttempt {
+                        reference: source.reference.to_string(),
+                        error,
+                    });
+                }
+            }
+        }
+        match attempts.len() {
+            1 => Err(attempts.remove(0).error),
+            _ => Err(ImageErrorKind::AllSourcesFailed { attempts }),
+        }
+    }
+
+    /// The manifest from one source. An `insecure` source not listed in `--insecure-registries`
+    /// is tried over unverified TLS, then (when that does not connect) over plain HTTP.
+    async fn open_source(
+        &self,
+        source: &PullSource,
+    ) -> Result<(Source<'_>, bytes::Bytes, String), ImageErrorKind> {
+        let image = &source.reference;
+        let target = match image.digest() {
+            Some(digest) => image.oci_with_digest(digest),
+            None => image.oci().clone(),
+        };
+        let clients: Vec<&oci_client::Client> = if source.insecure
+            && !self
+                .insecure_registries
+                .iter()
+                .any(|r| r == image.registry())
+        {
+            let clients = self
+                .insecure_clients
+                .get_or_init(InsecureClients::build)
+                .as_ref()
+                .map_err(|e| ImageErrorKind::Unreachable {
+                    registry: image.registry().to_string(),
+                    reason: e.to_string(),
+                })?;
+            vec![&clients.unverified_tls, &clients.plain_http]
+        } else {
+            vec![&self.client]
+        };
+        let mut last_error = None;
+        for client in clients {
+            let opened = Source {
+                image: image.clone(),
+                client,
+            };
+            match self.fetch_manifest(&opened, &target).await {
+                Ok((body, digest)) => return Ok((opened, body, digest)),
+                Err(e @ ImageErrorKind::Unreachable { .. }) => last_error = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| ImageErrorKind::Unreachable {
+            registry: image.registry().to_string(),
+            reason: "no transport to try".to_string(),
+        }))
+    }
+
     fn registry_auth(&self, image: &ImageRef) -> RegistryAuth {
         self.auth
             .registry_auth(image.registry(), image.repository())
@@ -358,10 +472,11 @@ impl Puller {
     /// GETs a manifest; returns its body and its (verified) digest.
     async fn fetch_manifest(
         &self,
-        image: &ImageRef,
+        source: &Source<'_>,
         target: &oci_client::Reference,
     ) -> Result<(bytes::Bytes, String), ImageErrorKind> {
-        let (body, digest) = self
+        let image = &source.image;
+        let (body, digest) = source
             .client
             .pull_manifest_raw(target, &self.registry_auth(image), &ACCEPTED_MANIFESTS)
             .await
@@ -384,7 +499,7 @@ impl Puller {
     /// Follows an index to the manifest for the configured platform.
     async fn select_image_manifest(
         &self,
-        image: &ImageRef,
+        source: &Source<'_>,
         mut body: bytes::Bytes,
         digest: &str,
     ) -> Result<(ImageManifest, String), ImageErrorKind> {
@@ -420,7 +535,7 @@ impl Puller {
                     })?;
                     digest = entry.digest.clone();
                     body = self
-                        .fetch_manifest(image, &image.oci_with_digest(&digest))
+                        .fetch_manifest(source, &source.image.oci_with_digest(&digest))
                         .await?
                         .0;
                 }
@@ -457,7 +572,7 @@ impl Puller {
 
     async fn fetch_config(
         &self,
-        image: &ImageRef,
+        source: &Source<'_>,
         config: &Descriptor,
     ) -> Result<Vec<u8>, ImageErrorKind> {
         validate_digest(&config.digest).map_err(|reason| ImageErrorKind::InvalidConfig {
@@ -466,7 +581,7 @@ impl Puller {
         })?;
         let mut out = Vec::new();
         self.fetch_blob(
-            image,
+            source,
             config,
             "config",
             MAX_CONFIG_BYTES,
@@ -479,12 +594,13 @@ impl Puller {
     /// Streams one blob into `sink`, checking its size and digest as bytes arrive.
     async fn fetch_blob(
         &self,
-        image: &ImageRef,
+        source: &Source<'_>,
         desc: &Descriptor,
         what: &'static str,
         max_bytes: u64,
         mut sink: BlobSink<'_>,
     ) -> Result<u64, ImageErrorKind> {
+        let image = &source.image;
         let registry = image.registry().to_string();
         let oci_desc = OciDescriptor {
             media_type: desc.media_type.clone(),
@@ -492,10 +608,11 @@ impl Puller {
             size: desc.size,
             ..OciDescriptor::default()
         };
-        self.client
+        source
+            .client
             .store_auth_if_needed(image.oci().resolve_registry(), &self.registry_auth(image))
             .await;
-        let mut stream = self
+        let mut stream = source
             .client
             .pull_blob_stream(image.oci(), &oci_desc)
             .await
@@ -570,7 +687,7 @@ impl Puller {
     /// previous ones, in order, into `content_dir`. Returns the bytes extracted.
     async fn download_and_extract(
         &self,
-        image: &ImageRef,
+        source: &Source<'_>,
         layers: &[Descriptor],
         layers_dir: PathBuf,
         content_dir: PathBuf,
@@ -614,7 +731,7 @@ impl Puller {
                 path: path.clone(),
             };
             match self
-                .fetch_blob(image, layer, "layer", remaining, sink)
+                .fetch_blob(source, layer, "layer", remaining, sink)
                 .await
             {
                 Ok(n) => downloaded += n,
@@ -639,6 +756,28 @@ impl Puller {
             Some(e) => Err(e),
             None => Ok(bytes),
         }
+    }
+}
+
+/// The pull source that served an image's manifest, and the client that reached it: the rest of
+/// the pull goes there too.
+struct Source<'a> {
+    image: ImageRef,
+    client: &'a oci_client::Client,
+}
+
+/// Clients for registries.conf sources marked `insecure`.
+struct InsecureClients {
+    unverified_tls: oci_client::Client,
+    plain_http: oci_client::Client,
+}
+
+impl InsecureClients {
+    fn build() -> Result<InsecureClients, ConnectionError> {
+        Ok(InsecureClients {
+            unverified_tls: build_insecure_client(InsecureTransport::UnverifiedTls)?,
+            plain_http: build_insecure_client(InsecureTransport::PlainHttp)?,
+        })
     }
 }
 

@@ -65,6 +65,14 @@ pub enum PushError {
     /// The registry client could not be built.
     #[error(transparent)]
     Connection(#[from] crate::registry_client::ConnectionError),
+    /// A layer could not be built in memory; `path` names the file when one was refused.
+    #[error("failed to build a layer{}: {source}", if path.is_empty() { String::new() } else { format!(" with {path:?}") })]
+    Layer {
+        /// The file being added, or empty.
+        path: String,
+        /// Why (the tar format refuses absolute paths and `..`).
+        source: io::Error,
+    },
 }
 
 /// One layer blob ready to push.
@@ -108,7 +116,9 @@ impl Layer {
     }
 
     /// A gzip layer with the given regular files (`path`, `content`), parents created implicitly.
-    pub fn from_files<P: AsRef<str>, C: AsRef<[u8]>>(files: &[(P, C)]) -> Self {
+    /// A file the tar format refuses (an absolute path, a `..` component) is an error naming it:
+    /// a layer is never pushed without one of the files asked for.
+    pub fn from_files<P: AsRef<str>, C: AsRef<[u8]>>(files: &[(P, C)]) -> Result<Self, PushError> {
         let mut builder = LayerBuilder::new();
         let mut sorted: Vec<(&str, &[u8])> = files
             .iter()
@@ -116,26 +126,35 @@ impl Layer {
             .collect();
         sorted.sort_by(|a, b| a.0.cmp(b.0));
         for (path, content) in sorted {
-            // Writing into memory cannot fail.
-            let _ = builder.file(Path::new(path), 0o644, content);
+            builder
+                .file(Path::new(path), 0o644, content)
+                .map_err(|source| PushError::Layer {
+                    path: path.to_owned(),
+                    source,
+                })?;
         }
-        match builder.finish() {
-            Ok(layer) => layer,
-            Err(_) => Layer::raw(OCI_LAYER_GZIP, Vec::new()),
-        }
+        builder.finish().map_err(|source| PushError::Layer {
+            path: String::new(),
+            source,
+        })
     }
 
     /// A hand-made tar (for example a hostile one built with the `tar` crate), gzip-compressed.
-    pub fn gzip_tar(tar_bytes: &[u8]) -> Self {
+    pub fn gzip_tar(tar_bytes: &[u8]) -> Result<Self, PushError> {
         let diff_id = sha256_digest(tar_bytes);
         let mut encoder = GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        let _ = encoder.write_all(tar_bytes);
-        let data = encoder.finish().unwrap_or_default();
-        Self {
+        let data = encoder
+            .write_all(tar_bytes)
+            .and_then(|()| encoder.finish())
+            .map_err(|source| PushError::Layer {
+                path: String::new(),
+                source,
+            })?;
+        Ok(Self {
             media_type: OCI_LAYER_GZIP.to_string(),
             data: data.into(),
             diff_id,
-        }
+        })
     }
 
     /// A blob pushed exactly as given, with any media type (unsupported ones included).
@@ -809,6 +828,27 @@ mod tests {
     }
 
     #[test]
+    fn a_file_the_tar_format_refuses_is_an_error_naming_it_not_a_layer_without_it() {
+        for path in ["../outside", "/etc/passwd"] {
+            let err = Layer::from_files(&[("configs/a.json", "{}"), (path, "x")])
+                .expect_err("refused by tar");
+            assert!(
+                matches!(&err, PushError::Layer { path: p, .. } if p == path),
+                "{err:?}"
+            );
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("failed to build a layer with {path:?}: ")),
+                "{err}"
+            );
+        }
+        let layer = Layer::from_files(&[("configs/a.json", "{}")]).expect("a layer");
+        assert!(!layer.data.is_empty());
+        let gz = Layer::gzip_tar(b"tar bytes").expect("compressed");
+        assert_eq!(gz.diff_id, sha256_digest(b"tar bytes"));
+    }
+
+    #[test]
     fn raw_layer_keeps_bytes_and_media_type() {
         let layer = Layer::raw(
             "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
@@ -821,10 +861,9 @@ mod tests {
     #[test]
     fn built_image_has_no_timestamps_and_the_same_inputs_give_the_same_digest() {
         let spec = ImageSpec {
-            layers: vec![Layer::from_files(&[(
-                "etc/passwd",
-                "nonroot:x:65532:65532::/:",
-            )])],
+            layers: vec![
+                Layer::from_files(&[("etc/passwd", "nonroot:x:65532:65532::/:")]).expect("a layer"),
+            ],
             labels: BTreeMap::from([("org.opencontainers.image.version".into(), "1.0.0".into())]),
             platform: Platform::default(),
         };

@@ -52,6 +52,11 @@ impl ImageRef {
         self.inner.repository()
     }
 
+    /// `registry/repository`, the name registries.conf prefixes are matched against.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.registry(), self.repository())
+    }
+
     /// `registry/repository@digest`, the canonical form recorded in status.
     pub fn with_digest(&self, digest: &str) -> String {
         format!("{}/{}@{}", self.registry(), self.repository(), digest)
@@ -67,6 +72,21 @@ impl ImageRef {
             self.repository().to_string(),
             digest.to_string(),
         )
+    }
+}
+
+/// `registry/repository[:tag][@digest]`, normalised (Docker Hub names in full, `:latest` added
+/// to a reference that had neither tag nor digest).
+impl std::fmt::Display for ImageRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.registry(), self.repository())?;
+        if let Some(tag) = self.tag() {
+            write!(f, ":{tag}")?;
+        }
+        if let Some(digest) = self.digest() {
+            write!(f, "@{digest}")?;
+        }
+        Ok(())
     }
 }
 

@@ -37,13 +37,43 @@ pub(crate) fn build_client(
         Some(pem) => split_pem_certificates(pem)?,
         None => Vec::new(),
     };
+    let protocol = if config.insecure_registries.is_empty() {
+        ClientProtocol::Https
+    } else {
+        ClientProtocol::HttpsExcept(config.insecure_registries.clone())
+    };
+    client(protocol, extra_root_certificates, false)
+}
+
+/// How an `insecure` registries.conf source is spoken to, in the order tried (upstream pings
+/// HTTPS without certificate verification first, then plain HTTP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InsecureTransport {
+    /// HTTPS, any certificate accepted.
+    UnverifiedTls,
+    /// Plain HTTP.
+    PlainHttp,
+}
+
+/// A client for one [`InsecureTransport`].
+pub(crate) fn build_insecure_client(
+    transport: InsecureTransport,
+) -> Result<oci_client::Client, ConnectionError> {
+    match transport {
+        InsecureTransport::UnverifiedTls => client(ClientProtocol::Https, Vec::new(), true),
+        InsecureTransport::PlainHttp => client(ClientProtocol::Http, Vec::new(), false),
+    }
+}
+
+fn client(
+    protocol: ClientProtocol,
+    extra_root_certificates: Vec<Certificate>,
+    accept_invalid_certificates: bool,
+) -> Result<oci_client::Client, ConnectionError> {
     let client_config = ClientConfig {
-        protocol: if config.insecure_registries.is_empty() {
-            ClientProtocol::Https
-        } else {
-            ClientProtocol::HttpsExcept(config.insecure_registries.clone())
-        },
+        protocol,
         extra_root_certificates,
+        accept_invalid_certificates,
         // Layers are fetched one at a time, in order, by the puller.
         max_concurrent_download: 1,
         connect_timeout: Some(Duration::from_secs(15)),
@@ -205,6 +235,13 @@ pub(crate) fn transport_reason(
     }) {
         return "tls handshake failed (if the registry speaks plain HTTP, list it as an insecure registry)".to_string();
     }
+    // The resolver's own words name the host; its io::Error kind says nothing ("uncategorized").
+    if text
+        .iter()
+        .any(|t| t.contains("dns error") || t.contains("failed to lookup address"))
+    {
+        return "name resolution failed".to_string();
+    }
     if let Some(io) = chain.iter().find_map(|e| e.downcast_ref::<io::Error>()) {
         return io.kind().to_string();
     }
@@ -259,6 +296,14 @@ mod tests {
             map_error("r", false, server(404)),
             ImageErrorKind::NotFound { .. }
         ));
+    }
+
+    #[test]
+    fn resolver_failures_are_described_as_such() {
+        let e = io::Error::other(
+            "dns error: failed to lookup address information: Name or service not known",
+        );
+        assert_eq!(transport_reason(&e, true), "name resolution failed");
     }
 
     #[test]

@@ -25,11 +25,7 @@ const RUNS: usize = 7;
 const WARM_CALLS: u32 = 2000;
 
 fn catalog_dir() -> PathBuf {
-    manifest_dir()
-        .ancestors()
-        .map(|dir| dir.join("shared/data/catalogs/community-operators-prod-derived/catalog"))
-        .find(|dir| dir.is_dir())
-        .expect("shared/data/catalogs not found above the crate")
+    olm_testdata::path("catalogs/community-operators-prod-derived/catalog")
 }
 
 fn report(name: &str, mut times: Vec<Duration>, note: &str) {
@@ -228,11 +224,4 @@ fn main() {
             &format!("-> {note}"),
         );
     }
-}
-
-// Read at run time, not with env!: the cached target dir may hold a build from another checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .expect("set by cargo")
-        .into()
 }

@@ -19,7 +19,7 @@ use olm_e2e::registry::Registry;
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let bundle = args.first().map(PathBuf::from).unwrap_or_else(|| {
-        olm_e2e::images::shared_data("conformance/render-real/bundles/alloydb-omni-operator.1.7.0")
+        olm_testdata::path("conformance/render-real/bundles/alloydb-omni-operator.1.7.0")
     });
     let runs: usize = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3);
     let binary = std::env::current_exe()

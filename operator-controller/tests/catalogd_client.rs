@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use catalogd::ingest::ingest_dir;
 use catalogd::metrics::Metrics;
 use catalogd::storage::Storage;
-use common::shared_data;
+use common::testdata;
 use operator_controller::catalog_source::dir::DirSource;
 use operator_controller::catalog_source::http::{
     CatalogEndpoint, CatalogdClient, ClientOptions, FetchError,
@@ -123,7 +123,7 @@ fn summary(c: &PackageContent) -> String {
 
 #[tokio::test]
 async fn http_content_equals_the_directory_source_for_real_packages() {
-    let dir = shared_data().join("catalogs/community-operators-prod/catalogs/v4.22");
+    let dir = testdata("catalogs/community-operators-prod/catalogs/v4.22");
     let (url, seen, _root) = catalogd(&dir, "community").await;
     let client = CatalogdClient::new(fast_options()).unwrap();
     let source = DirSource::open(&dir).unwrap();
@@ -158,9 +158,7 @@ async fn http_content_equals_the_directory_source_for_real_packages() {
 
 /// One package's directory of the community tree (a small catalog of its own).
 fn community_package_dir(name: &str) -> std::path::PathBuf {
-    shared_data()
-        .join("catalogs/community-operators-prod/catalogs/v4.22")
-        .join(name)
+    testdata("catalogs/community-operators-prod/catalogs/v4.22").join(name)
 }
 
 #[tokio::test]

@@ -29,6 +29,8 @@ enum Behaviour {
     Trickle,
     /// Announces a terabyte, then closes.
     HugeLength,
+    /// Answers 503 Service Unavailable.
+    Unavailable,
 }
 
 /// Serves `behaviour` to every connection; returns the catalog URL and a connection counter.
@@ -103,6 +105,13 @@ async fn answer(mut stream: TcpStream, behaviour: Behaviour, bomb: &[u8]) -> std
         Behaviour::HugeLength => {
             stream
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n")
+                .await?;
+        }
+        Behaviour::Unavailable => {
+            stream
+                .write_all(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
                 .await?;
         }
     }
@@ -185,7 +194,7 @@ async fn a_gzip_bomb_stops_at_the_decompressed_cap() {
 }
 
 #[tokio::test]
-async fn a_silent_server_fails_at_the_idle_timeout_and_retries_stop_at_the_total_budget() {
+async fn a_silent_server_fails_at_the_idle_timeout_without_further_attempts() {
     let (url, connections) = hostile(Behaviour::Silent).await;
     let c = client(ClientOptions {
         read_idle_timeout: Duration::from_millis(200),
@@ -194,10 +203,31 @@ async fn a_silent_server_fails_at_the_idle_timeout_and_retries_stop_at_the_total
         ..ClientOptions::default()
     });
     let e = fetch(&c, &url).await;
+    assert!(matches!(e, FetchError::Idle { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.ends_with(": no data for 0.2s (read idle timeout)"),
+        "{text}"
+    );
+    // The two requests of one package, each tried once: a stalled server is not asked again
+    // within the call (the caller's next reconcile is).
+    let tried = connections.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&tried), "{tried} connections");
+}
+
+#[tokio::test]
+async fn an_unavailable_server_is_retried_until_the_total_budget() {
+    let (url, connections) = hostile(Behaviour::Unavailable).await;
+    let c = client(ClientOptions {
+        total_timeout: Duration::from_secs(2),
+        attempts: 1_000,
+        ..ClientOptions::default()
+    });
+    let e = fetch(&c, &url).await;
     assert!(matches!(e, FetchError::Exhausted { .. }), "{e}");
     let text = e.to_string();
     assert!(
-        text.contains(": no data for 0.2s (read idle timeout) (retries stopped after "),
+        text.contains(": unexpected status 503 Service Unavailable (retries stopped after "),
         "{text}"
     );
     assert!(text.ends_with(" attempts at the 2s limit)"), "{text}");

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use common::shared_data;
+use common::testdata;
 
 fn check(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_operator-controller"))
@@ -20,9 +20,7 @@ fn check(args: &[&str]) -> Output {
 }
 
 fn case(name: &str) -> PathBuf {
-    shared_data()
-        .join("conformance/crd-upgrade/synthetic")
-        .join(name)
+    testdata("conformance/crd-upgrade/synthetic").join(name)
 }
 
 fn pair(name: &str) -> (String, String) {

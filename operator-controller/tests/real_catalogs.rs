@@ -1,4 +1,4 @@
-//! Resolution over the real catalogs of `shared/data/catalogs` (see its SOURCES.md), for
+//! Resolution over the real catalogs of `testdata/catalogs` (see its SOURCES.md), for
 //! graph-rich packages. Every expected answer is derived by hand from the catalog data; the
 //! reasoning is written next to each assertion. Catalogs are read with the directory source, as
 //! `operator-controller resolve --catalog DIR` reads them.
@@ -20,11 +20,11 @@ use operator_controller::resolve::{
 };
 
 fn certified() -> DirSource {
-    DirSource::open(shared_data().join("catalogs/certified-operators/catalogs/v4.22")).unwrap()
+    DirSource::open(testdata("catalogs/certified-operators/catalogs/v4.22")).unwrap()
 }
 
 fn community() -> DirSource {
-    DirSource::open(shared_data().join("catalogs/community-operators-prod/catalogs/v4.22")).unwrap()
+    DirSource::open(testdata("catalogs/community-operators-prod/catalogs/v4.22")).unwrap()
 }
 
 type Loaded = Mutex<HashMap<(PathBuf, String), Arc<PackageContent>>>;
@@ -80,6 +80,23 @@ impl One {
 
     fn version(&self, channels: &[&str], range: &str, from: Option<&str>) -> String {
         version_of(&self.run(channels, range, CP, from))
+    }
+}
+
+/// Both trees are whole (48 and 29 packages, as SOURCES.md counts them): a lost package directory
+/// fails here instead of surfacing as a "not found" elsewhere or not at all.
+#[test]
+fn both_catalogs_hold_every_package() {
+    for (dir, packages) in [
+        ("catalogs/certified-operators/catalogs/v4.22", 48),
+        ("catalogs/community-operators-prod/catalogs/v4.22", 29),
+    ] {
+        let found = std::fs::read_dir(testdata(dir))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+            .count();
+        println!("{dir}: {found} packages");
+        assert_eq!(found, packages, "{dir}");
     }
 }
 

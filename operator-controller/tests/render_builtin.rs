@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use base64::Engine as _;
-use common::shared_data;
+use common::testdata;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::pem::PemObject;
@@ -20,7 +20,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::Value;
 
 fn render(provider: &str) -> Vec<Value> {
-    let bundle = shared_data().join("conformance/render/bundles/webhook-operator.v0.0.5");
+    let bundle = testdata("conformance/render/bundles/webhook-operator.v0.0.5");
     let out: Output = Command::new(env!("CARGO_BIN_EXE_operator-controller"))
         .args(["render", "--bundle"])
         .arg(&bundle)

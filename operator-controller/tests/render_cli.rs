@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::shared_data;
+use common::testdata;
 use olm_e2e::images;
 use olm_e2e::registry::{Registry, RegistryOptions};
 use olm_image::Platform;
@@ -35,7 +35,7 @@ fn stderr(o: &Output) -> String {
 }
 
 fn conformance() -> PathBuf {
-    shared_data().join("conformance/render")
+    testdata("conformance/render")
 }
 
 fn bundle(name: &str) -> String {
@@ -478,7 +478,7 @@ async fn hostile_bundle_images_fail_clearly_and_write_nothing_outside_the_cache(
     let pusher = Pusher::new(registry.pusher_config()).unwrap();
     for (name, entries, reason) in cases {
         let spec = ImageSpec {
-            layers: vec![Layer::gzip_tar(&raw_tar(&entries))],
+            layers: vec![Layer::gzip_tar(&raw_tar(&entries)).unwrap()],
             labels: bundle_labels("evil", &["alpha"], Some("alpha")),
             platform: Platform::default(),
         };

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use catalogd::ingest::ingest_dir;
 use catalogd::metrics::Metrics;
 use catalogd::storage::Storage;
-use common::shared_data;
+use common::testdata;
 use serde_json::Value;
 
 fn resolve(args: &[&str]) -> Output {
@@ -63,11 +63,11 @@ fn serve(dir: &Path, name: &str) -> Served {
 }
 
 fn certified_dir() -> PathBuf {
-    shared_data().join("catalogs/certified-operators/catalogs/v4.22")
+    testdata("catalogs/certified-operators/catalogs/v4.22")
 }
 
 fn community_dir() -> PathBuf {
-    shared_data().join("catalogs/community-operators-prod/catalogs/v4.22")
+    testdata("catalogs/community-operators-prod/catalogs/v4.22")
 }
 
 #[test]
@@ -511,6 +511,17 @@ fn usage_errors_exit_2() {
             vec!["--catalog", "http://127.0.0.1:1/", "--package", "p"],
             "no last path element",
         ),
+        (
+            vec![
+                "--catalog",
+                catalog,
+                "--package",
+                "p",
+                "--catalogd-read-idle-timeout",
+                "soon",
+            ],
+            "soon",
+        ),
     ];
     for (args, needle) in cases {
         let out = resolve(&args);
@@ -545,6 +556,62 @@ fn an_unreachable_catalog_url_is_a_resolution_failure() {
         err.starts_with(&format!(
             "error walking catalogs: error getting package \"p\" from catalog \"gone\": failed to fetch http://{addr}/catalogs/gone/api/v1/metas?"
         )),
+        "{err}"
+    );
+}
+
+/// A server on 127.0.0.1 that reads each request, sends the headers of a 200 with a body and
+/// then nothing, holding each connection for at most a minute; returns its address.
+fn stalling_after_headers() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        // Bounded: a resolve sends two requests per attempt.
+        for stream in listener.incoming().take(16) {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/jsonl\r\nContent-Length: 4096\r\n\r\n",
+                );
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_catalog_server_that_stalls_after_its_headers_fails_at_the_read_idle_timeout_naming_the_url() {
+    let addr = stalling_after_headers();
+    let out = resolve(&[
+        "--catalog",
+        &format!("http://{addr}/catalogs/x"),
+        "--package",
+        "p",
+        "--catalogd-read-idle-timeout",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "error walking catalogs: error getting package \"p\" from catalog \"x\": failed to fetch http://{addr}/catalogs/x/api/v1/metas?"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.trim_end()
+            .ends_with(": no data for 1s (read idle timeout)"),
         "{err}"
     );
 }

@@ -11,10 +11,15 @@
 //! Removing tests the finalizer's slot instead of the resourceVersion so that a deletion in
 //! progress (which bumps the version as other finalizers go) does not make it fail needlessly.
 //! A 404 on removal means the object is gone: done.
+//!
+//! The patches are built as typed operations, so building one cannot fail: a patch that could
+//! not be encoded must never pass for "nothing to change".
 
 use std::fmt::Debug;
 
-use kube::api::{Api, Patch, PatchParams};
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation, TestOperation};
+use kube::api::{Api, Patch};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -23,8 +28,11 @@ use serde_json::json;
 /// The JSON patch operation that makes a patch an optimistic-locking one: it sets the
 /// resourceVersion that was read, and the API server refuses (409 Conflict) a patched object whose
 /// resourceVersion is not the current one. (A `test` operation would fail with an unspecific 422.)
-pub fn optimistic_lock(resource_version: Option<&str>) -> serde_json::Value {
-    json!({"op": "replace", "path": "/metadata/resourceVersion", "value": resource_version})
+pub fn optimistic_lock(resource_version: Option<&str>) -> PatchOperation {
+    PatchOperation::Replace(ReplaceOperation {
+        path: PointerBuf::from_tokens(["metadata", "resourceVersion"]),
+        value: json!(resource_version),
+    })
 }
 
 /// Whether the API server refused a write because the object changed since it was read.
@@ -56,24 +64,36 @@ pub fn add_all_patch<K: Resource>(object: &K, finalizers: &[&str]) -> Option<jso
     }
     let mut ops = vec![optimistic_lock(object.meta().resource_version.as_deref())];
     if object.finalizers().is_empty() {
-        ops.push(json!({"op": "add", "path": "/metadata/finalizers", "value": missing}));
+        ops.push(PatchOperation::Add(AddOperation {
+            path: PointerBuf::from_tokens(["metadata", "finalizers"]),
+            value: json!(missing),
+        }));
     } else {
         for finalizer in missing {
-            ops.push(json!({"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}));
+            ops.push(PatchOperation::Add(AddOperation {
+                path: PointerBuf::from_tokens(["metadata", "finalizers", "-"]),
+                value: json!(finalizer),
+            }));
         }
     }
-    serde_json::from_value(serde_json::Value::Array(ops)).ok()
+    Some(json_patch::Patch(ops))
 }
 
 /// The JSON patch removing `finalizer` from `object`, or `None` when it is not there. Pure.
 pub fn remove_patch<K: Resource>(object: &K, finalizer: &str) -> Option<json_patch::Patch> {
     let index = object.finalizers().iter().position(|f| f == finalizer)?;
-    let path = format!("/metadata/finalizers/{index}");
-    let ops = json!([
-        {"op": "test", "path": path, "value": finalizer},
-        {"op": "remove", "path": path}
+    let path = PointerBuf::from_tokens([
+        "metadata".to_owned(),
+        "finalizers".to_owned(),
+        index.to_string(),
     ]);
-    serde_json::from_value(ops).ok()
+    Some(json_patch::Patch(vec![
+        PatchOperation::Test(TestOperation {
+            path: path.clone(),
+            value: json!(finalizer),
+        }),
+        PatchOperation::Remove(RemoveOperation { path }),
+    ]))
 }
 
 /// Adds `finalizer`; returns the updated object, or `None` when nothing had to change.
@@ -99,7 +119,7 @@ where
     };
     api.patch(
         &object.name_any(),
-        &PatchParams::default(),
+        &crate::client::patch_params(),
         &Patch::<()>::Json(patch),
     )
     .await
@@ -117,7 +137,7 @@ where
     match api
         .patch(
             &object.name_any(),
-            &PatchParams::default(),
+            &crate::client::patch_params(),
             &Patch::<()>::Json(patch),
         )
         .await

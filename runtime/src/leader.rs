@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use futures::Stream;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -226,7 +226,7 @@ impl Elector {
                     ..LeaseSpec::default()
                 }),
             };
-            return match self.api.create(&PostParams::default(), &lease).await {
+            return match self.api.create(&crate::client::post_params(), &lease).await {
                 Ok(_) => Ok(true),
                 Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
                 Err(e) => Err(e),
@@ -258,7 +258,7 @@ impl Elector {
         // `replace` carries the resourceVersion we read: a concurrent change makes it fail (409).
         match self
             .api
-            .replace(&self.name, &PostParams::default(), &lease)
+            .replace(&self.name, &crate::client::post_params(), &lease)
             .await
         {
             Ok(updated) => {
@@ -284,7 +284,7 @@ impl Elector {
         spec.renew_time = Some(now_micro());
         if let Err(e) = self
             .api
-            .replace(&self.name, &PostParams::default(), &lease)
+            .replace(&self.name, &crate::client::post_params(), &lease)
             .await
         {
             tracing::warn!(lease = %self.name, error = %e, "failed to release the leader lease");

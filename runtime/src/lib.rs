@@ -7,7 +7,7 @@
 //! | [`leader`] | Lease-based leader election (client-go's rules), or constant leadership for a single replica |
 //! | [`server`] | an HTTP(S) server: certificate reload, header-read and idle timeouts, a connection cap, graceful shutdown |
 //! | [`ops`] | `/healthz`, `/readyz` and `/metrics` over a prometheus-client registry |
-//! | [`shutdown`] | one cancellation token, cancelled on SIGINT/SIGTERM, passed down to every task |
+//! | [`shutdown`] | one cancellation token, cancelled on SIGINT/SIGTERM, passed down to every task; `run_until_signal`, the start-up of both `run` modes (runtime, token, error to exit status) |
 //! | [`logging`] | text or JSON logs on stderr, filtered by `RUST_LOG` |
 //! | [`duration`], [`flags`] | Go-syntax durations (`1h30m`) and Go-style listen addresses (`:8443`) for clap |
 //! | [`exit`] | the exit statuses both binaries use, documented once |

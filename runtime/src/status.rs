@@ -16,7 +16,9 @@
 
 use std::fmt::Debug;
 
-use kube::api::{Api, Patch, PatchParams};
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, PatchOperation};
+use kube::api::{Api, Patch};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -58,17 +60,16 @@ pub fn status_patch(
     }
     let mut ops = vec![crate::finalizer::optimistic_lock(resource_version)];
     if previous.is_null() {
-        ops.push(json!({"op": "add", "path": "/status", "value": desired}));
+        ops.push(PatchOperation::Add(AddOperation {
+            path: PointerBuf::from_tokens(["status"]),
+            value: desired.clone(),
+        }));
     } else {
+        // Typed operations all the way: nothing here can fail and silently patch less.
         let diff = json_patch::diff(&json!({"status": previous}), &json!({"status": desired}));
-        ops.extend(
-            serde_json::to_value(diff)
-                .ok()
-                .and_then(|v| v.as_array().cloned())
-                .unwrap_or_default(),
-        );
+        ops.extend(diff.0);
     }
-    serde_json::from_value(Value::Array(ops)).ok()
+    Some(json_patch::Patch(ops))
 }
 
 /// Writes statuses of one kind of object. Holding one is what lets a replica write status: a
@@ -115,7 +116,11 @@ where
             return Ok(false);
         };
         self.api
-            .patch_status(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
+            .patch_status(
+                &name,
+                &crate::client::patch_params(),
+                &Patch::<()>::Json(patch),
+            )
             .await
             .map(|_| true)
             .map_err(|source| StatusError::Write { name, source })

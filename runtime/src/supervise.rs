@@ -28,7 +28,10 @@ pub async fn until_shutdown<T>(
     task: &mut JoinHandle<T>,
     shutdown: &CancellationToken,
 ) -> Result<(), TaskEnded> {
+    // Biased, shutdown first: a shutdown also stops the controller, and its end must then count
+    // as the asked-for stop, not as an unexpected one.
     tokio::select! {
+        biased;
         _ = shutdown.cancelled() => Ok(()),
         ended = task => Err(match ended {
             Ok(_) => TaskEnded::Returned { task: name.to_owned() },
@@ -61,6 +64,21 @@ mod tests {
         );
         assert!(!task.is_finished());
         task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_task_that_ended_because_of_the_shutdown_is_the_asked_for_stop() {
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        let mut task = tokio::spawn(async move { stop.cancelled().await });
+        shutdown.cancel();
+        while !task.is_finished() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            until_shutdown("controller", &mut task, &shutdown).await,
+            Ok(())
+        );
     }
 
     #[tokio::test]

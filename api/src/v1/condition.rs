@@ -44,6 +44,7 @@
 //! | `MaxOpenShiftVersionCompatible` | `ClusterUpgradeable` True | the installed bundle declares no `olm.maxOpenShiftVersion`, or one above the cluster's version |
 //! | `MaxOpenShiftVersionIncompatible` | `ClusterUpgradeable` False | the installed bundle's `olm.maxOpenShiftVersion` blocks the next minor cluster upgrade; the message lists the bundle versions that would lift the block |
 //! | `MaxOpenShiftVersionInvalid` | `ClusterUpgradeable` False | the installed bundle's `olm.properties` or `olm.maxOpenShiftVersion` cannot be read (upstream then blocks the upgrade too); the message is upstream's error |
+//! | `ClusterVersionUnknown` | `ClusterUpgradeable` Unknown | the cluster's OpenShift version is not known (no `OPERATOR_IMAGE_VERSION` and no completed update in ClusterVersion `version`, or not read yet), so nothing is judged |
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
@@ -188,6 +189,7 @@ pub enum ConditionReason {
     MaxOpenShiftVersionCompatible,
     MaxOpenShiftVersionIncompatible,
     MaxOpenShiftVersionInvalid,
+    ClusterVersionUnknown,
 }
 
 impl ConditionReason {
@@ -210,11 +212,12 @@ impl ConditionReason {
             ConditionReason::MaxOpenShiftVersionCompatible => "MaxOpenShiftVersionCompatible",
             ConditionReason::MaxOpenShiftVersionIncompatible => "MaxOpenShiftVersionIncompatible",
             ConditionReason::MaxOpenShiftVersionInvalid => "MaxOpenShiftVersionInvalid",
+            ConditionReason::ClusterVersionUnknown => "ClusterVersionUnknown",
         }
     }
 
     /// Every condition reason.
-    pub const ALL: [ConditionReason; 17] = [
+    pub const ALL: [ConditionReason; 18] = [
         ConditionReason::Succeeded,
         ConditionReason::Retrying,
         ConditionReason::Blocked,
@@ -232,6 +235,7 @@ impl ConditionReason {
         ConditionReason::MaxOpenShiftVersionCompatible,
         ConditionReason::MaxOpenShiftVersionIncompatible,
         ConditionReason::MaxOpenShiftVersionInvalid,
+        ConditionReason::ClusterVersionUnknown,
     ];
 
     /// The reasons a ClusterCatalog's conditions carry (upstream catalogd's).
@@ -247,7 +251,7 @@ impl ConditionReason {
     /// The reasons a ClusterExtension's conditions carry (upstream's `conditionsets`, without the
     /// Boxcutter-only `RollingOut` and `ProgressDeadlineExceeded`), plus the experimental
     /// `Available` condition's two reasons and the OpenShift-mode `ClusterUpgradeable` reasons.
-    pub const CLUSTER_EXTENSION: [ConditionReason; 14] = [
+    pub const CLUSTER_EXTENSION: [ConditionReason; 15] = [
         ConditionReason::Succeeded,
         ConditionReason::Deprecated,
         ConditionReason::NotDeprecated,
@@ -262,6 +266,7 @@ impl ConditionReason {
         ConditionReason::MaxOpenShiftVersionCompatible,
         ConditionReason::MaxOpenShiftVersionIncompatible,
         ConditionReason::MaxOpenShiftVersionInvalid,
+        ConditionReason::ClusterVersionUnknown,
     ];
 }
 
@@ -452,6 +457,7 @@ mod tests {
             ConditionReason::MaxOpenShiftVersionCompatible => 14,
             ConditionReason::MaxOpenShiftVersionIncompatible => 15,
             ConditionReason::MaxOpenShiftVersionInvalid => 16,
+            ConditionReason::ClusterVersionUnknown => 17,
         }
     }
 

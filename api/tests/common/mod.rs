@@ -11,28 +11,17 @@ pub fn manifest_dir() -> PathBuf {
         .into()
 }
 
-/// `shared/data/<relative>`. `shared/` sits beside the repository; worktrees are nested deeper,
-/// so look upwards.
-pub fn shared_data(relative: &str) -> PathBuf {
-    let manifest = manifest_dir();
-    manifest
-        .ancestors()
-        .map(|dir| dir.join("shared/data").join(relative))
-        .find(|path| path.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "shared/data/{relative} not found above {}",
-                manifest.display()
-            )
-        })
+/// `testdata/<relative>` (see olm-testdata).
+pub fn testdata(relative: &str) -> PathBuf {
+    olm_testdata::path(relative)
 }
 
 /// Checks every row of a conformance table `range<TAB>version<TAB>expected` (after a header
 /// line), where `expected` is `true`, `false` or `error` (the range does not parse). `evaluate`
 /// answers `true`/`false`, or a text starting with `error` when the range is rejected. Fails
-/// with every disagreeing row, or when the table has no more than `min_rows` rows.
-pub fn check_table(relative: &str, min_rows: usize, evaluate: impl Fn(&str, &str) -> String) {
-    let path = shared_data(relative);
+/// with every disagreeing row, or when the table does not have exactly `expected_rows` rows.
+pub fn check_table(relative: &str, expected_rows: usize, evaluate: impl Fn(&str, &str) -> String) {
+    let path = testdata(relative);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut failures = Vec::new();
     let mut rows = 0;
@@ -55,7 +44,8 @@ pub fn check_table(relative: &str, min_rows: usize, evaluate: impl Fn(&str, &str
             ));
         }
     }
-    assert!(rows > min_rows, "only {rows} rows in {}", path.display());
+    println!("{relative}: {rows} rows");
+    assert_eq!(rows, expected_rows, "rows of {}", path.display());
     assert!(
         failures.is_empty(),
         "{} of {rows} rows failed:\n{}",

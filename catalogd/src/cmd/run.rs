@@ -16,7 +16,7 @@ use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 use olm_api::v1::ClusterCatalog;
-use olm_image::{Puller, PullerConfig};
+use olm_image::{Puller, PullerConfig, RegistriesConfFiles};
 use olm_runtime::exit::Exit;
 use olm_runtime::flags::OptionalListenAddress;
 use olm_runtime::leader::{Leadership, Timing};
@@ -123,6 +123,8 @@ pub struct RunOptions {
     pub global_pull_secret: Option<SecretRef>,
     pub pull_cas_dir: Option<PathBuf>,
     pub insecure_registries: Vec<String>,
+    /// registries.conf files for catalog pulls (mirrors, insecure and blocked registries).
+    pub registries_conf: RegistriesConfFiles,
     pub gc_interval: Duration,
     pub poll_unit: Duration,
     pub identity: String,
@@ -151,6 +153,7 @@ impl RunOptions {
             global_pull_secret: args.global_pull_secret,
             pull_cas_dir: args.pull_cas_dir,
             insecure_registries: args.insecure_registries,
+            registries_conf: RegistriesConfFiles::from_environment(),
             gc_interval: args.gc_interval,
             poll_unit: args.poll_interval_unit,
             identity: olm_runtime::leader::identity(args.pod_name.as_deref(), "catalogd"),
@@ -193,21 +196,7 @@ impl RunError {
 pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
     olm_runtime::logging::init(args.log_format);
     let opts = RunOptions::from_args(args);
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(err, "error: failed to start the runtime: {e}");
-            return Exit::Failed;
-        }
-    };
-    let result = runtime.block_on(async { run(opts, olm_runtime::shutdown::on_signal()).await });
-    match result {
-        Ok(()) => Exit::Ok,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            e.exit()
-        }
-    }
+    olm_runtime::shutdown::run_until_signal(err, |shutdown| run(opts, shutdown), RunError::exit)
 }
 
 /// Runs until `shutdown` is cancelled.
@@ -219,6 +208,8 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     let storage = Storage::open(opts.cache_dir.join("catalogs"))?;
     let mut puller_config = PullerConfig::new(opts.cache_dir.join("unpack"));
     puller_config.insecure_registries = opts.insecure_registries.clone();
+    puller_config.registries = opts.registries_conf.clone();
+    puller_config.registries.log_summary();
     if let Some(dir) = &opts.pull_cas_dir {
         puller_config.extra_ca_pem =
             Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use olm_api::condition_error::ConditionError;
@@ -464,7 +464,11 @@ impl Publisher {
         }
         let patch = json!({"metadata": {"labels": {METADATA_NAME_LABEL: name}}});
         self.api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(
+                &name,
+                &olm_runtime::client::patch_params(),
+                &Patch::Merge(&patch),
+            )
             .await
             .map_err(|source| self.metadata_error(&catalog, source))
     }

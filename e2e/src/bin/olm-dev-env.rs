@@ -1,6 +1,7 @@
-//! `olm-dev-env run`: starts a local control plane (and, as they are added, a registry, a sample
-//! catalog, catalogd and operator-controller), prints how to reach it, and tears it all down on
-//! Ctrl-C.
+//! `olm-dev-env run`: starts a local control plane, a registry, the sample catalog and bundles,
+//! catalogd and operator-controller, prints how to reach them, watches them (see
+//! `olm_e2e::dev_env::after_exit`), and tears it all down on Ctrl-C. Exit 0 after Ctrl-C or
+//! SIGTERM, 1 when a step fails or a component that cannot be restarted exits.
 
 use std::process::ExitCode;
 
@@ -16,7 +17,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start everything, print `export KUBECONFIG=...`, and wait for Ctrl-C.
+    /// Start everything, print `export KUBECONFIG=...`, and watch the components until Ctrl-C.
     Run {
         /// `full` adds kube-controller-manager, kube-scheduler and a kwok Node, so Deployments
         /// become Available and garbage collection works.

@@ -125,6 +125,7 @@ async fn run_refuses_a_certificate_that_is_a_device_before_starting_anything() {
         global_pull_secret: None,
         pull_cas_dir: None,
         insecure_registries: vec![],
+        registries_conf: olm_image::RegistriesConfFiles::none(),
         gc_interval: Duration::from_secs(60),
         poll_unit: Duration::from_secs(60),
         identity: "refused".into(),

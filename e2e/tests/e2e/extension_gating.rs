@@ -188,3 +188,63 @@ async fn run_gates_the_cluster_upgrade_and_explains_it_on_the_extension() {
         .delete("version", &Default::default())
         .await;
 }
+
+/// `--openshift=auto` on a plane that serves the OpenShift config APIs but has no ClusterVersion,
+/// without `OPERATOR_IMAGE_VERSION`: the log says once, as a warning, that the cluster version
+/// is not known (later passes, started by the install's release Secret writes, say it at debug
+/// level), no ERROR line comes from gating, and the installed extension's `ClusterUpgradeable`
+/// says `Unknown`.
+#[tokio::test]
+async fn without_a_cluster_version_auto_mode_warns_once_and_says_unknown_on_the_extension() {
+    let _singleton = crate::support::CLUSTER_VERSION_SINGLETON.lock().await;
+    let client = olm_e2e::shared().await.client().await;
+    let cv_api: Api<ClusterVersion> = Api::all(client.clone());
+    let _ = cv_api.delete("version", &Default::default()).await;
+    crate::support::eventually("no ClusterVersion", || {
+        let cv_api = cv_api.clone();
+        async move { matches!(cv_api.get_opt("version").await, Ok(None)).then_some(()) }
+    })
+    .await;
+
+    let mut scenario = Scenario::builder()
+        .controller_arg("--openshift=auto")
+        .start()
+        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let ns = scenario.namespace("noversion").await;
+    let ext = scenario.install(ExtensionSpec::new(&catalog, &ns)).await;
+    expect_extension_condition(
+        &scenario,
+        &ext,
+        "Unknown",
+        "ClusterVersionUnknown",
+        olm_operator_core::gating::VERSION_UNKNOWN_MESSAGE,
+    )
+    .await;
+    // The install's release Secret writes each started a pass; wait until one said it again.
+    scenario
+        .eventually("a later gating pass", || async {
+            scenario
+                .controller()
+                .log()
+                .contains("the cluster version is still not known")
+                .then_some(())
+        })
+        .await;
+
+    let log = scenario.controller().log();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("the cluster version is not known"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(warnings[0].contains(" WARN "), "{log}");
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("ERROR") && l.contains("gating")),
+        "{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "ANSI escape in the log");
+
+    scenario.finish().await;
+}

@@ -108,6 +108,21 @@ async fn install_latest_then_uninstall_removes_everything() {
     let records = scenario.release_records(&ext).await;
     assert_eq!(records.len(), 1, "one release record");
     assert_eq!(records.statuses(), ["deployed"]);
+    // Every write of it (created pending, replaced when deployed) is recorded under upstream's
+    // field manager.
+    for record in &records.0 {
+        let managers: Vec<&str> = record
+            .secret
+            .managed_fields()
+            .iter()
+            .filter_map(|m| m.manager.as_deref())
+            .collect();
+        assert!(
+            !managers.is_empty() && managers.iter().all(|m| *m == "operator-controller"),
+            "{}: {managers:?}",
+            record.name
+        );
+    }
 
     // uninstall.feature: gather every object labelled as the extension's, of every kind the
     // bundle installs; after the deletion each is gone.

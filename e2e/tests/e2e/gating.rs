@@ -38,6 +38,7 @@ use operator_controller::gating::{
 use operator_controller::storage::ReleaseStore;
 use serde_json::json;
 use tokio::sync::watch;
+use tracing::instrument::WithSubscriber;
 
 use crate::support::{
     cluster_extensions, create, create_namespace, delete, delete_namespace, eventually, unique_name,
@@ -74,6 +75,17 @@ impl Env {
         leading: bool,
         adjust: impl FnOnce(&mut GatingOptions),
     ) -> Env {
+        Env::start_logged(prefix, release_version, leading, adjust, None).await
+    }
+
+    /// [`Env::start_with`], the loop's own log events (not its watches') going to `log` when given.
+    async fn start_logged(
+        prefix: &str,
+        release_version: Option<&str>,
+        leading: bool,
+        adjust: impl FnOnce(&mut GatingOptions),
+        log: Option<tracing::Dispatch>,
+    ) -> Env {
         let client = olm_e2e::shared().await.client().await;
         let namespace = create_namespace(&client, prefix).await;
         let cluster_operator = unique_name("olm");
@@ -88,7 +100,11 @@ impl Env {
         let versions = gating.cluster_version();
         let (leading_tx, leading_rx) = watch::channel(leading);
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(gating.run(leading_rx, shutdown.clone()));
+        let run = gating.run(leading_rx, shutdown.clone());
+        let task = match log {
+            Some(log) => tokio::spawn(run.with_subscriber(log)),
+            None => tokio::spawn(run),
+        };
         Env {
             store: ReleaseStore::new(client.clone(), &namespace),
             client,
@@ -649,6 +665,103 @@ async fn the_cluster_version_comes_from_completed_history_and_its_changes_re_eva
         ConditionStatus::False
     );
     env.stop().await;
+}
+
+/// A log that keeps what it is given, for one test's subscriber.
+#[derive(Clone, Default)]
+struct CapturedLog(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl CapturedLog {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'w> tracing_subscriber::fmt::MakeWriter<'w> for CapturedLog {
+    type Writer = CapturedLog;
+    fn make_writer(&'w self) -> CapturedLog {
+        self.clone()
+    }
+}
+
+/// On a plane serving the OpenShift config APIs without a ClusterVersion, and without
+/// `OPERATOR_IMAGE_VERSION`: the loop says so once, as a warning, and then stays quiet at the
+/// default level however many passes run (it used to log an ERROR on every retry, every 10 s).
+#[tokio::test]
+async fn an_unknown_cluster_version_is_warned_once_and_never_logged_as_an_error() {
+    let _singleton = crate::support::CLUSTER_VERSION_SINGLETON.lock().await;
+    let client = olm_e2e::shared().await.client().await;
+    let cv_api: Api<ClusterVersion> = Api::all(client.clone());
+    let _ = cv_api.delete("version", &Default::default()).await;
+    eventually("no ClusterVersion", || {
+        let cv_api = cv_api.clone();
+        async move { matches!(cv_api.get_opt("version").await, Ok(None)).then_some(()) }
+    })
+    .await;
+
+    let log = CapturedLog::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "operator_controller=debug",
+        ))
+        .with_writer(log.clone())
+        .with_ansi(false)
+        .finish();
+    // Passes every 200 ms (the resync), so "several evaluation periods" come quickly.
+    let env = Env::start_logged(
+        "gating-quiet",
+        None,
+        true,
+        |o| {
+            o.resync = Duration::from_millis(200);
+            o.retry = Duration::from_millis(200);
+        },
+        Some(tracing::Dispatch::new(subscriber)),
+    )
+    .await;
+    let first = env
+        .outcome_when("a pass without a cluster version", |o| {
+            o.write == WriteOutcome::VersionUnknown
+        })
+        .await;
+    env.outcome_when("five more passes without one", |o| {
+        o.pass >= first.pass + 5 && o.write == WriteOutcome::VersionUnknown
+    })
+    .await;
+    assert_eq!(env.versions.current(), None);
+    env.stop().await;
+
+    let text = log.text();
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" WARN ") && l.contains("the cluster version is not known"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(
+        warnings[0].contains(
+            "OPERATOR_IMAGE_VERSION is not set and ClusterVersion \"version\" does not exist"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("ERROR"), "{text}");
+    // The later passes did run, and said it at debug level only.
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("DEBUG") && l.contains("still not known"))
+            .count()
+            >= 4,
+        "{text}"
+    );
 }
 
 #[tokio::test]

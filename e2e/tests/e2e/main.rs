@@ -9,6 +9,7 @@
 mod admission_cluster_catalog;
 mod admission_cluster_extension;
 mod apply;
+mod catalog_stall;
 mod catalogd;
 mod catalogd_in_process;
 mod control_plane;
@@ -25,6 +26,7 @@ mod gating;
 mod loopback;
 mod olm_upgrade;
 mod openshift;
+mod registry_mirrors;
 mod release_images;
 mod release_manifest;
 mod release_storage;

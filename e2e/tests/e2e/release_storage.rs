@@ -460,6 +460,29 @@ async fn updates_after_our_own_writes_give_the_same_records_and_never_overwrite_
         .await
         .unwrap();
     assert_eq!(chunks_of("sh.helm.release.v1.after-ext.v1").await, chunks);
+    // Created, replaced, and chunks deleted then created again: every write is recorded under
+    // upstream's field manager, whoever's client made it.
+    for secret in api
+        .list(&ListParams::default().labels("owner=operator-controller"))
+        .await
+        .unwrap()
+        .items
+    {
+        let mut managers: Vec<&str> = secret
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|m| m.manager.as_deref())
+            .collect();
+        managers.dedup();
+        assert_eq!(
+            managers,
+            vec!["operator-controller"],
+            "{:?}",
+            secret.metadata.name
+        );
+    }
     let read = store.last("after-ext").await.unwrap().unwrap();
     assert_eq!(read.release.status(), Status::SUPERSEDED);
     let index = api.get("sh.helm.release.v1.after-ext.v1").await.unwrap();

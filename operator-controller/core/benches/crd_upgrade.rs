@@ -15,11 +15,7 @@ const RUNS: usize = 7;
 const PAIR: &str = "conformance/crd-upgrade/real/percona-xtradb-cluster-operator__perconaxtradbclusters.pxc.percona.com__1.11.0__1.12.0";
 
 fn pair_dir() -> PathBuf {
-    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap())
-        .ancestors()
-        .map(|d| d.join("shared/data").join(PAIR))
-        .find(|d| d.is_dir())
-        .expect("shared/data not found above the crate")
+    olm_testdata::path(PAIR)
 }
 
 fn report(name: &str, mut times: Vec<Duration>) {

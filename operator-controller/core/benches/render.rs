@@ -1,6 +1,6 @@
 //! Bundle parse and render benchmark on the largest bundle of the conformance data
-//! (`render-real/bundles/alloydb-omni-operator.1.7.0`, 1.7 MB) or the bundle directories given
-//! as arguments.
+//! (`testdata/conformance/render-real/bundles/alloydb-omni-operator.1.7.0`, 1.7 MB) or the bundle
+//! directories given as arguments.
 //!
 //! Run: `cargo bench -p olm-operator-core --bench render [-- DIR...]`. A std-only timing loop, as
 //! the project's other benchmarks: the files are read once, then parse (`bundle::parse`: YAML,
@@ -19,12 +19,7 @@ use olm_operator_core::render::{self, CertProvider, RenderOptions, yaml::to_yaml
 const RUNS: usize = 15;
 
 fn default_bundle() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .map(|d| d.join("shared/data/conformance/render-real/bundles/alloydb-omni-operator.1.7.0"))
-        .find(|p| p.is_dir())
-        .expect("shared/data not found")
+    olm_testdata::path("conformance/render-real/bundles/alloydb-omni-operator.1.7.0")
 }
 
 fn load(dir: &Path) -> BundleFs {

@@ -22,6 +22,8 @@
 //! - [`status`]: the ClusterExtension status a reconcile publishes, and the policy after a
 //!   failed resolution.
 //! - [`catalog_changes`]: which ClusterExtensions a ClusterCatalog change concerns.
+//! - [`fingerprint`]: which changes of watched objects are worth acting on (drift of applied
+//!   objects, the ClusterExtension changes that start a reconcile).
 //! - [`webhook_certs`]: the built-in webhook certificate provider: which certificates, when
 //!   they rotate, and the CA bundle injected into webhook configurations and CRDs.
 
@@ -29,6 +31,7 @@ pub mod apply_plan;
 pub mod bundle;
 pub mod catalog_changes;
 pub mod crd_upgrade;
+pub mod fingerprint;
 pub mod gating;
 pub mod gotype;
 pub mod release;

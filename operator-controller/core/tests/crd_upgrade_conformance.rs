@@ -1,4 +1,4 @@
-//! Every CRD pair of `shared/data/conformance/crd-upgrade/` (real operators' successive CRDs and
+//! Every CRD pair of `testdata/conformance/crd-upgrade/` (real operators' successive CRDs and
 //! synthetic pairs per rule): upstream's verdict and message entries (compared as a multiset, with
 //! `required` lists as sets, as the data's README prescribes), then our verdict with the false
 //! positives we allow.
@@ -9,18 +9,35 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::shared_data;
+use common::testdata;
 use olm_operator_core::crd_upgrade::{CheckOptions, Crd, check_upgrade, yaml};
 
+/// Pairs in the data: 61 real and 130 synthetic (191, as docs/CRD_UPGRADE_SAFETY.md says), so a
+/// lost directory fails instead of shrinking the test.
+const CASES: [(&str, usize); 2] = [("real", 61), ("synthetic", 130)];
+
 fn cases(kind: &str) -> Vec<PathBuf> {
-    let dir = shared_data().join("conformance/crd-upgrade").join(kind);
+    let dir = testdata("conformance/crd-upgrade").join(kind);
     let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("expected.txt").is_file())
         .collect();
     out.sort();
+    let expected = CASES
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, n)| *n)
+        .unwrap();
+    println!("conformance/crd-upgrade/{kind}: {} pairs", out.len());
+    assert_eq!(out.len(), expected, "pairs in {}", dir.display());
     out
+}
+
+#[test]
+fn the_data_holds_all_191_pairs() {
+    let total: usize = CASES.iter().map(|(kind, _)| cases(kind).len()).sum();
+    assert_eq!(total, 191);
 }
 
 fn load(path: &Path) -> Crd {

@@ -1,6 +1,6 @@
 //! OpenShift upgrade gating against upstream's test tables.
 //!
-//! Every case comes from `shared/reference/openshift-upgrade-gating.md`: §3.1 (cluster-olm-operator
+//! Every case comes from upstream's own tests and documentation of the gating: (cluster-olm-operator
 //! `TestIsOperatorMaxOCPVersionCompatibleWithCluster`, `TestNextOCPMinorVersion`), §1.3 (the
 //! `ToAllowedSemver` table), §3.2 (`TestIncompatibleOperatorController_Sync`, Helm mode; the
 //! Boxcutter-only cases 7 and 8 pick a revision before gating, which is the controller's job) and

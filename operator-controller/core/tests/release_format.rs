@@ -1,5 +1,5 @@
 //! Release records against what upstream's code writes (`tests/release_data/`, see its README)
-//! and against helm-operator-plugins' documented chunked format (`shared/reference/install-path.md` §3).
+//! and against helm-operator-plugins' documented chunked format (its `pkg/storage` driver's Secret layout).
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
@@ -123,7 +123,7 @@ fn decoding_and_reencoding_an_upstream_record_gives_the_same_bytes() {
         let json = gunzip(&chunk_of(&index));
         let stored = secrets::decode_release(&index, &[], DecodeLimits::default()).unwrap();
         assert_eq!(
-            String::from_utf8(stored.release.to_go_json()).unwrap(),
+            String::from_utf8(stored.release.to_go_json().unwrap()).unwrap(),
             String::from_utf8(json).unwrap(),
             "{name}"
         );
@@ -188,20 +188,14 @@ fn the_chart_manifest_and_record_of_an_install_match_upstream_byte_for_byte() {
     info.last_deployed = first;
     history::set_status(&mut release, "deployed", history::INSTALL_COMPLETE);
     assert_eq!(
-        String::from_utf8(release.to_go_json()).unwrap(),
+        String::from_utf8(release.to_go_json().unwrap()).unwrap(),
         String::from_utf8(upstream_json).unwrap()
     );
 }
 
-/// `shared/data`, found by walking up from this crate.
-fn shared_data() -> PathBuf {
-    let mut dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
-    loop {
-        if dir.join("shared/data").is_dir() {
-            return dir.join("shared/data");
-        }
-        assert!(dir.pop(), "shared/data not found");
-    }
+/// `testdata/<relative>` (see olm-testdata).
+fn testdata(relative: &str) -> PathBuf {
+    olm_testdata::path(relative)
 }
 
 #[test]
@@ -211,8 +205,8 @@ fn a_real_bundle_rendering_gives_upstreams_chart_and_manifest() {
     // renderer returns them): CRD with a conversion webhook, two ClusterRoles and bindings, a
     // Deployment, a Service, a ServiceAccount, and webhook configurations carrying a namespace
     // (kept in the chart file, dropped from the manifest as the objects are cluster-scoped).
-    let dir = shared_data()
-        .join("conformance/render/expected-manifests/webhook-operator.v0.0.5/all-webhook-types");
+    let dir =
+        testdata("conformance/render/expected-manifests/webhook-operator.v0.0.5/all-webhook-types");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -263,7 +257,7 @@ fn a_real_bundle_rendering_gives_upstreams_chart_and_manifest() {
     release.chart = Some(chart);
     release.manifest = manifest;
     assert_eq!(
-        String::from_utf8(release.to_go_json()).unwrap(),
+        String::from_utf8(release.to_go_json().unwrap()).unwrap(),
         String::from_utf8(upstream_json).unwrap()
     );
 }

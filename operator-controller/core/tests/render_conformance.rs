@@ -1,7 +1,8 @@
-//! Conformance: every case of `shared/data/conformance/render/` (upstream's own golden files for
-//! `direct` cases, upstream's provider path for the others; see that directory's README, whose
-//! table this file transcribes case by case). Each case renders to the same set of objects with
-//! the same names and equal values, or fails with upstream's exact error text.
+//! Conformance: every case of `testdata/conformance/render/` (upstream's own golden files for
+//! `direct` cases, upstream's provider path for the others; see its README,
+//! `testdata/conformance/render.README.md`, whose table this file transcribes case by case).
+//! Each case renders to the same set of objects with the same names and equal values, or fails
+//! with upstream's exact error text.
 #![allow(clippy::unwrap_used)]
 
 mod render_common;
@@ -36,7 +37,7 @@ struct Case {
 }
 
 fn root() -> PathBuf {
-    shared_data().join("conformance/render")
+    testdata("conformance/render")
 }
 
 fn render_case(c: &Case) -> Result<Rendered, String> {
@@ -132,6 +133,7 @@ macro_rules! cases {
                     ));
                 }
             }
+            println!("conformance/render: {} cases", listed.len());
             assert_eq!(listed, on_disk);
             assert_eq!(listed.len(), 38);
         }

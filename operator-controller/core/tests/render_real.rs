@@ -1,7 +1,8 @@
-//! Conformance: the 70 real community bundles of `shared/data/conformance/render-real/` render to
+//! Conformance: the 70 real community bundles of `testdata/conformance/render-real/` render to
 //! exactly what upstream operator-controller df2c201d renders from them (same objects, same
 //! names, equal values), or fail with upstream's exact message. Cases and expectations come from
-//! that directory's `cases.json` and `expected/` (see its README).
+//! that directory's `cases.json` and `expected/` (see its README,
+//! `testdata/conformance/render-real.README.md`).
 #![allow(clippy::unwrap_used)]
 
 mod render_common;
@@ -13,11 +14,17 @@ use serde_json::Value;
 
 #[test]
 fn every_real_bundle_renders_as_upstream_renders_it() {
-    let root = shared_data().join("conformance/render-real");
+    let root = testdata("conformance/render-real");
     let cases: Value =
         serde_json::from_slice(&std::fs::read(root.join("cases.json")).unwrap()).unwrap();
     let cases = cases["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 70, "the data set has 70 cases");
+    let expected_dirs = std::fs::read_dir(root.join("expected")).unwrap().count();
+    println!(
+        "conformance/render-real: {} cases, {expected_dirs} expected outputs",
+        cases.len()
+    );
+    assert_eq!(expected_dirs, 70, "one expected output per case");
     let mut failures = Vec::new();
     let mut objects_compared = 0;
     for case in cases {
@@ -68,4 +75,6 @@ fn every_real_bundle_renders_as_upstream_renders_it() {
         objects_compared > 1000,
         "only {objects_compared} objects compared"
     );
+    println!("conformance/render-real: {objects_compared} objects compared");
+    assert_eq!(objects_compared, 1252, "objects in the expected outputs");
 }

@@ -1,6 +1,6 @@
-//! Every scenario of `shared/data/conformance/upstream-resolution-scenarios.md` (upstream's
+//! Every scenario of `testdata/conformance/upstream-resolution-scenarios.md` (upstream's
 //! resolver, successor, ordering and version tests, written as data) and the examples of the
-//! product documentation (`shared/seeds/001_*`, `003_*`), run against the real resolver.
+//! OLM product documentation (the classic and v1 guides' resolution examples), run against the real resolver.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -948,7 +948,7 @@ fn legacy_versions_read_build_metadata_as_a_release_when_it_is_one() {
 // §10 the upstream e2e test catalogs, and the product documentation's examples.
 
 fn e2e_catalog(version: &str) -> Arc<PackageContent> {
-    let dir = shared_data().join(format!(
+    let dir = testdata(&format!(
         "catalogs/upstream-operator-controller/testdata/images/catalogs/test-catalog/{version}/configs"
     ));
     dir_package(&dir, "test")
@@ -1148,4 +1148,54 @@ fn classic_graph_examples_upgrade_one_declared_edge_at_a_time() {
         )
         .is_err()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scenario file itself: the tests above transcribe it section by section, so it must still
+// hold exactly the sections and table rows they were written from.
+
+/// Table rows (not counting header and separator lines) per section `## N.` of the scenario file.
+const SCENARIO_ROWS: [(u32, usize); 11] = [
+    (0, 10),
+    (1, 13),
+    (2, 5),
+    (3, 4),
+    (4, 17),
+    (5, 10),
+    (6, 10),
+    (7, 7),
+    (8, 2),
+    (9, 8),
+    (10, 0),
+];
+
+#[test]
+fn the_scenario_file_holds_the_sections_and_rows_transcribed_here() {
+    let path = testdata("conformance/upstream-resolution-scenarios.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let is_separator =
+        |l: &str| l.starts_with('|') && l.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
+    let mut rows: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut section = None;
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(rest) = line.strip_prefix("## ") {
+            let number = rest.split_once('.').and_then(|(n, _)| n.parse().ok());
+            section = Some(number.unwrap_or_else(|| panic!("heading {line:?}")));
+            rows.insert(section.unwrap(), 0);
+        } else if line.starts_with('|') && !is_separator(line) {
+            let header = lines.get(i + 1).is_some_and(|next| is_separator(next));
+            if let (Some(s), false) = (section, header) {
+                *rows.get_mut(&s).unwrap() += 1;
+            }
+        }
+    }
+    let total: usize = rows.values().sum();
+    println!(
+        "{}: {} sections, {total} table rows",
+        path.display(),
+        rows.len()
+    );
+    assert_eq!(rows, BTreeMap::from(SCENARIO_ROWS));
+    assert_eq!(total, 86);
 }

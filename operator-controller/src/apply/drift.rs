@@ -29,7 +29,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject};
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, Event};
@@ -189,44 +188,7 @@ impl Seen {
 type ObjectName = (Option<String>, String);
 type Known = Arc<Mutex<HashMap<ObjectName, Seen>>>;
 
-/// Annotations Kubernetes' own controllers write on objects we apply, right after the apply
-/// (the Deployment controller's rollout revision): not ours, never set by a bundle, and an
-/// apply leaves them as they are.
-const CONTROLLER_ANNOTATIONS: [&str; 1] = ["deployment.kubernetes.io/revision"];
-
-/// What of an object's metadata changes when the object changes in a way an apply would
-/// restore: its generation (spec) where the kind keeps one, else its resourceVersion (kinds
-/// without status, such as ConfigMaps, change version only when they change), plus labels,
-/// annotations, owner references, finalizers and deletion. Controllers' status writes change
-/// none of it, so a Deployment rolling out keeps its fingerprint.
-pub fn metadata_fingerprint(meta: &ObjectMeta) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    match meta.generation.filter(|g| *g > 0) {
-        Some(generation) => (0u8, generation).hash(&mut hasher),
-        None => (1u8, &meta.resource_version).hash(&mut hasher),
-    }
-    meta.labels.hash(&mut hasher);
-    for annotation in meta.annotations.iter().flatten() {
-        if !CONTROLLER_ANNOTATIONS.contains(&annotation.0.as_str()) {
-            annotation.hash(&mut hasher);
-        }
-    }
-    meta.finalizers.hash(&mut hasher);
-    meta.deletion_timestamp.is_some().hash(&mut hasher);
-    for owner in meta.owner_references.iter().flatten() {
-        (
-            &owner.api_version,
-            &owner.kind,
-            &owner.name,
-            &owner.uid,
-            owner.controller,
-            owner.block_owner_deletion,
-        )
-            .hash(&mut hasher);
-    }
-    hasher.finish()
-}
+pub use olm_operator_core::fingerprint::metadata_fingerprint;
 
 /// An object's namespace and name, and its owner and resourceVersion when it has an
 /// `owner-name` label.
@@ -555,29 +517,6 @@ mod tests {
         assert!(
             !drift.unchanged(&applied(&with_generation)),
             "labels changed"
-        );
-
-        let mut revised = with_generation.clone();
-        revised
-            .metadata
-            .annotations
-            .get_or_insert_default()
-            .insert("deployment.kubernetes.io/revision".into(), "1".into());
-        assert_eq!(
-            metadata_fingerprint(&revised.metadata),
-            metadata_fingerprint(&with_generation.metadata),
-            "the Deployment controller's revision annotation"
-        );
-        let mut annotated = with_generation.clone();
-        annotated
-            .metadata
-            .annotations
-            .get_or_insert_default()
-            .insert("example.com/note".into(), "1".into());
-        assert_ne!(
-            metadata_fingerprint(&annotated.metadata),
-            metadata_fingerprint(&with_generation.metadata),
-            "any other annotation"
         );
 
         tracker.observe(Event::Delete(meta("a", Some("ext"), "6")));

@@ -20,7 +20,8 @@
 //!
 //! | outcome                                         | retried |
 //! |-------------------------------------------------|---------|
-//! | connection failure, timeout, body cut short      | yes     |
+//! | connection failure, attempt deadline, body cut short | yes |
+//! | no data for the read idle timeout               | no: the server is stalled, and each further attempt would cost the caller another idle period (the controller's reconcile retries with its own backoff) |
 //! | 5xx, 429                                        | yes     |
 //! | any other non-200 status (404, 400, 403, ...)   | no      |
 //! | 200 whose body does not parse                   | no      |
@@ -31,13 +32,14 @@
 //! | what                                   | default  | when exceeded                                  | retried |
 //! |----------------------------------------|----------|------------------------------------------------|---------|
 //! | connecting                             | 10 s     | `failed to fetch URL: ...` (transport error)  | yes     |
-//! | silence: no headers, or no body bytes  | 30 s     | `... no data for 30s (read idle timeout)`      | yes     |
+//! | silence: no headers, or no body bytes (`--catalogd-read-idle-timeout`, `0` turns it off) | 30 s | `... no data for 30s (read idle timeout)` | no |
 //! | one attempt, headers to last byte      | 120 s    | `... no complete answer within 120s`           | yes     |
 //! | all attempts and backoff together      | 300 s    | no further attempt; the last error is returned | no      |
 //! | bytes on the wire (`Content-Length` or counted) | 128 MiB | `... the answer is larger than the limit of N bytes` | no |
 //! | bytes after gzip decoding              | 128 MiB  | `... the decompressed answer is larger than the limit of N bytes` | no |
 //!
-//! A body that trickles a byte a second is cut by the per-attempt deadline; an endless body or
+//! A server that accepts and never answers, or sends headers and then stalls, fails at the idle
+//! timeout; a body that trickles a byte a second is cut by the per-attempt deadline; an endless body or
 //! a gzip bomb by the byte caps, before more than the cap is held in memory. gzip is decoded
 //! here (not by the HTTP library) so that both caps can be enforced; the largest real package
 //! answer is a few MB.
@@ -71,7 +73,8 @@ pub const MAX_CA_FILE_BYTES: u64 = 4 << 20;
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
     pub connect_timeout: Duration,
-    /// Longest wait for the response headers, and between two pieces of the body.
+    /// Longest wait for the response headers, and between two pieces of the body; zero: no
+    /// limit besides [`Self::timeout`] and [`Self::total_timeout`].
     pub read_idle_timeout: Duration,
     /// Limit for one whole attempt, headers and body.
     pub timeout: Duration,
@@ -122,6 +125,22 @@ impl ClientOptions {
         self.extra_ca_pem = Some(pem);
         Ok(self)
     }
+}
+
+/// The flag bounding catalogd's silence, shared by `operator-controller run` and `resolve`
+/// (flatten it into their arguments).
+#[derive(Clone, Debug, clap::Args)]
+pub struct ReadIdleArgs {
+    /// Longest silence accepted from catalogd while reading catalog content: no response
+    /// headers, or no body bytes, for this long fails the read with an error naming the URL
+    /// (Go duration syntax; `0` turns this limit off, leaving the 5-minute total).
+    #[arg(
+        long = "catalogd-read-idle-timeout",
+        value_name = "DURATION",
+        default_value = "30s",
+        value_parser = olm_runtime::flags::duration
+    )]
+    pub catalogd_read_idle_timeout: Duration,
 }
 
 /// Where one catalog's content is served, and which revision of it is expected.
@@ -179,9 +198,8 @@ pub enum FetchError {
 impl FetchError {
     fn is_retryable(&self) -> bool {
         match self {
-            FetchError::Transport { .. }
-            | FetchError::Idle { .. }
-            | FetchError::Deadline { .. } => true,
+            FetchError::Transport { .. } | FetchError::Deadline { .. } => true,
+            FetchError::Idle { .. } => false,
             FetchError::Status { status, .. } => {
                 status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
             }
@@ -403,9 +421,9 @@ impl CatalogdClient {
         if self.options.accept_gzip {
             request = request.header(reqwest::header::ACCEPT_ENCODING, "gzip");
         }
-        let mut response = tokio::time::timeout(idle, request.send())
+        let mut response = within_idle(idle, request.send())
             .await
-            .map_err(|_| idle_error())?
+            .ok_or_else(idle_error)?
             .map_err(transport)?;
         if response.status() != StatusCode::OK {
             return Err(FetchError::Status {
@@ -429,9 +447,9 @@ impl CatalogdClient {
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
         let mut body = Body::new(gzip, self.options.max_decoded_bytes);
         let mut received: u64 = 0;
-        while let Some(chunk) = tokio::time::timeout(idle, response.chunk())
+        while let Some(chunk) = within_idle(idle, response.chunk())
             .await
-            .map_err(|_| idle_error())?
+            .ok_or_else(idle_error)?
             .map_err(transport)?
         {
             received += chunk.len() as u64;
@@ -455,6 +473,15 @@ impl CatalogdClient {
                 message: format!("invalid gzip answer: {e}"),
             }
         }
+    }
+}
+
+/// `future`'s output if it comes within `idle` (any time when `idle` is zero), else `None`.
+async fn within_idle<F: std::future::Future>(idle: Duration, future: F) -> Option<F::Output> {
+    if idle.is_zero() {
+        Some(future.await)
+    } else {
+        tokio::time::timeout(idle, future).await.ok()
     }
 }
 

@@ -69,7 +69,8 @@ impl From<CertProviderArg> for CertProvider {
 /// Arguments of `operator-controller render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The bundle: a directory holding `manifests/` and `metadata/`, or a bundle image reference.
+    /// The bundle: a directory holding `manifests/` and `metadata/`, or a bundle image reference
+    /// (pulled as `run` pulls: mirrors and blocked registries from registries.conf apply).
     #[arg(long, value_name = "DIR|IMAGE")]
     pub bundle: String,
     /// `spec.namespace`: where the operator is installed.
@@ -269,6 +270,7 @@ fn load(args: &RenderArgs) -> Result<bundle::BundleFs, Failure> {
     })?;
     let mut config = PullerConfig::new(cache_dir(args.cache_dir.as_deref()));
     config.insecure_registries = args.insecure_registries.clone();
+    config.registries = olm_image::RegistriesConfFiles::from_environment();
     config.limits = bundle_image_limits();
     if let Some(dir) = &args.pull_cas_dir {
         config.extra_ca_pem = Some(

@@ -30,7 +30,7 @@ use olm_runtime::exit::Exit;
 use serde::Serialize;
 
 use crate::catalog_source::dir::DirSource;
-use crate::catalog_source::http::{CatalogEndpoint, CatalogdClient, ClientOptions};
+use crate::catalog_source::http::{CatalogEndpoint, CatalogdClient, ClientOptions, ReadIdleArgs};
 use crate::catalog_source::{CatalogLocation, CatalogSource};
 use crate::resolve::{
     ApplicableDeprecations, CatalogInfo, ConditionValue, InstalledBundle, Resolution, Resolver,
@@ -111,6 +111,8 @@ pub struct Args {
         default_value_t = crate::catalog_source::http::DEFAULT_MAX_BODY_BYTES
     )]
     pub catalogd_max_body_bytes: u64,
+    #[command(flatten)]
+    pub catalogd_read: ReadIdleArgs,
 }
 
 /// Everything `resolve` needs, checked before anything is fetched.
@@ -148,6 +150,7 @@ fn plan(args: &Args) -> Result<Plan, String> {
         let mut options = ClientOptions {
             max_body_bytes: args.catalogd_max_body_bytes,
             max_decoded_bytes: args.catalogd_max_body_bytes,
+            read_idle_timeout: args.catalogd_read.catalogd_read_idle_timeout,
             ..ClientOptions::default()
         };
         if let Some(path) = &args.catalogd_ca_file {

@@ -29,7 +29,7 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, controller, reflector, watcher};
 use olm_api::v1::ClusterExtension;
-use olm_image::{Puller, PullerConfig};
+use olm_image::{Puller, PullerConfig, RegistriesConfFiles};
 use olm_runtime::exit::Exit;
 use olm_runtime::flags::OptionalListenAddress;
 use olm_runtime::leader::{Leadership, Timing};
@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 
 use crate::apply::{Applier, DriftWatches};
 use crate::bundle_source::bundle_image_limits;
-use crate::catalog_source::http::{CatalogdClient, ClientOptions};
+use crate::catalog_source::http::{CatalogdClient, ClientOptions, ReadIdleArgs};
 use crate::cmd::render::CertProviderArg;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::{Context, Settings, error_policy, reconcile, reconcile_trigger};
@@ -85,6 +85,8 @@ pub struct Args {
     /// Directory of PEM files with the CA certificates of catalogd's HTTPS server.
     #[arg(long, value_name = "DIR")]
     pub catalogd_cas_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub catalogd_read: ReadIdleArgs,
     /// Directory of PEM files with extra CA certificates trusted for registries.
     #[arg(long, value_name = "DIR")]
     pub pull_cas_dir: Option<PathBuf>,
@@ -145,10 +147,14 @@ pub struct RunOptions {
     pub system_namespace: String,
     pub identity: String,
     pub catalogd_cas_dir: Option<PathBuf>,
+    /// catalogd's longest silence while content is read (zero: no limit but the total).
+    pub catalogd_read_idle_timeout: Duration,
     pub pull_cas_dir: Option<PathBuf>,
     pub global_pull_secret: Option<SecretRef>,
     pub cache_dir: PathBuf,
     pub insecure_registries: Vec<String>,
+    /// registries.conf files for bundle pulls (mirrors, insecure and blocked registries).
+    pub registries_conf: RegistriesConfFiles,
     /// The certificate provider for bundles with webhooks; `None`: detected at start.
     pub cert_provider: Option<CertProvider>,
     /// Validity of the built-in provider's certificates (`None`: 730 days).
@@ -179,10 +185,12 @@ impl RunOptions {
                 "operator-controller",
             ),
             catalogd_cas_dir: args.catalogd_cas_dir,
+            catalogd_read_idle_timeout: args.catalogd_read.catalogd_read_idle_timeout,
             pull_cas_dir: args.pull_cas_dir,
             global_pull_secret: args.global_pull_secret,
             cache_dir: args.cache_path,
             insecure_registries: args.insecure_registries,
+            registries_conf: RegistriesConfFiles::from_environment(),
             cert_provider: args.cert_provider.map(Into::into),
             builtin_cert_validity: args.builtin_cert_validity,
             data_aware_crd_upgrade_safety: args.crd_upgrade_safety_data_aware,
@@ -241,21 +249,7 @@ impl RunError {
 pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
     olm_runtime::logging::init(args.log_format);
     let opts = RunOptions::from_args(args);
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(err, "error: failed to start the runtime: {e}");
-            return Exit::Failed;
-        }
-    };
-    let result = runtime.block_on(async { run(opts, olm_runtime::shutdown::on_signal()).await });
-    match result {
-        Ok(()) => Exit::Ok,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            e.exit()
-        }
-    }
+    olm_runtime::shutdown::run_until_signal(err, |shutdown| run(opts, shutdown), RunError::exit)
 }
 
 /// Runs until `shutdown` is cancelled.
@@ -263,13 +257,18 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     let client = olm_runtime::client::client(opts.kubeconfig.as_deref()).await?;
     let mut puller_config = PullerConfig::new(opts.cache_dir.join("bundles"));
     puller_config.insecure_registries = opts.insecure_registries.clone();
+    puller_config.registries = opts.registries_conf.clone();
+    puller_config.registries.log_summary();
     puller_config.limits = bundle_image_limits();
     if let Some(dir) = &opts.pull_cas_dir {
         puller_config.extra_ca_pem =
             Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);
     }
     let puller = Arc::new(Puller::new(puller_config.clone())?);
-    let mut catalogd_options = ClientOptions::default();
+    let mut catalogd_options = ClientOptions {
+        read_idle_timeout: opts.catalogd_read_idle_timeout,
+        ..ClientOptions::default()
+    };
     if let Some(dir) = &opts.catalogd_cas_dir {
         catalogd_options.extra_ca_pem =
             Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use olm_api::condition_error::ConditionError;
@@ -305,25 +305,10 @@ fn test_fault_panics_on(extension: &str) -> bool {
         == Some(extension)
 }
 
-/// What of an extension starts a reconcile when it changes (the controller's watch filter):
-/// its generation (spec), deletion, labels, annotations and finalizers other than this
-/// controller's own. Status changes (this controller writes them) and the finalizers it adds
-/// itself do not: the reconcile that wrote them has already acted on that version, and
-/// re-running it would only repeat every request.
+/// The controller's watch filter: [`olm_operator_core::fingerprint::reconcile_trigger`] with
+/// this controller's own finalizers.
 pub fn reconcile_trigger(extension: &ClusterExtension) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let meta = &extension.metadata;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    meta.generation.hash(&mut hasher);
-    meta.deletion_timestamp.is_some().hash(&mut hasher);
-    meta.labels.hash(&mut hasher);
-    meta.annotations.hash(&mut hasher);
-    for finalizer in meta.finalizers.iter().flatten() {
-        if !super::FINALIZERS.contains(&finalizer.as_str()) {
-            finalizer.hash(&mut hasher);
-        }
-    }
-    Some(hasher.finish())
+    olm_operator_core::fingerprint::reconcile_trigger(extension, &super::FINALIZERS)
 }
 
 /// After a failure: terminal errors wait for a change of the extension; the others retry with
@@ -1006,40 +991,6 @@ mod tests {
             "spec": spec,
         }))
         .expect("an extension")
-    }
-
-    #[test]
-    fn status_and_our_own_finalizers_do_not_trigger_a_reconcile_spec_deletion_and_metadata_do() {
-        let base = extension(None);
-        let trigger = reconcile_trigger(&base);
-        let mut ours = base.clone();
-        ours.metadata.finalizers = Some(super::super::FINALIZERS.map(String::from).to_vec());
-        ours.status = Some(Default::default());
-        assert_eq!(
-            reconcile_trigger(&ours),
-            trigger,
-            "status and our finalizers"
-        );
-
-        let mut changed = Vec::new();
-        let mut spec = base.clone();
-        spec.metadata.generation = Some(2);
-        changed.push(spec);
-        let mut deleted = base.clone();
-        deleted.metadata.deletion_timestamp = Some(now());
-        changed.push(deleted);
-        let mut labelled = base.clone();
-        labelled.metadata.labels = Some([("a".to_owned(), "b".to_owned())].into());
-        changed.push(labelled);
-        let mut annotated = base.clone();
-        annotated.metadata.annotations = Some([("a".to_owned(), "b".to_owned())].into());
-        changed.push(annotated);
-        let mut foreign = base.clone();
-        foreign.metadata.finalizers = Some(vec!["example.com/keep".to_owned()]);
-        changed.push(foreign);
-        for e in changed {
-            assert_ne!(reconcile_trigger(&e), trigger, "{:?}", e.metadata);
-        }
     }
 
     #[test]

@@ -29,7 +29,8 @@
 //!
 //! | situation                                   | what the pass does                                   |
 //! |---------------------------------------------|------------------------------------------------------|
-//! | version unreadable (API error, no CV, bad value) | logs, publishes "unknown" (API errors keep the last value), writes nothing, retries after [`GatingOptions::retry`] |
+//! | version unreadable: API error               | warns once per distinct error (then debug), keeps the last value, writes nothing, retries after [`GatingOptions::retry`] |
+//! | version undetermined: no ClusterVersion and no `OPERATOR_IMAGE_VERSION`, or a bad value | warns once per distinct reason (then debug), publishes "unknown" (extensions' `ClusterUpgradeable` says `Unknown`, `ClusterVersionUnknown`), writes nothing; the ClusterVersion watch (and the resync) re-evaluate, no retry timer |
 //! | not the leader                              | judges (so its outcome is observable) but writes nothing |
 //! | listing ClusterExtensions fails             | `Upgradeable=False`, `InstalledOLMOperators_FailureGettingExtensionMetadata` (upstream) |
 //! | a release cannot be read                    | that extension is an error, as upstream (`error returning the last deployed release for <ce>`); the cause is logged |
@@ -325,6 +326,8 @@ pub struct PassOutcome {
     /// The `Upgradeable` condition judged (written or not).
     pub condition: Option<GatingCondition>,
     pub write: WriteOutcome,
+    /// The version source says nothing usable (as opposed to an API error reading it).
+    pub version_undetermined: bool,
 }
 
 /// The gating loop (see the module doc).
@@ -448,8 +451,13 @@ impl Gating {
             }
             let is_leading = *leading.borrow_and_update();
             let outcome = self.pass(is_leading, &mut state).await;
+            // A version that cannot be determined (no ClusterVersion, an invalid value) changes
+            // only with the ClusterVersion, which is watched: no timer for it.
             retry_at = match (&outcome.version, &outcome.write) {
-                (Err(_), _) | (_, WriteOutcome::Failed(_)) => {
+                (Err(_), _) if !outcome.version_undetermined => {
+                    Some(tokio::time::Instant::now() + self.options.retry)
+                }
+                (_, WriteOutcome::Failed(_)) => {
                     Some(tokio::time::Instant::now() + self.options.retry)
                 }
                 _ => None,
@@ -477,9 +485,13 @@ impl Gating {
             evaluation: None,
             condition: None,
             write: WriteOutcome::VersionUnknown,
+            version_undetermined: false,
         };
         match self.current_version().await {
             Ok(v) => {
+                if state.version_problem.take().is_some() {
+                    tracing::info!(version = %v.minor, "upgrade gating: the cluster version is known");
+                }
                 self.version_tx.send_if_modified(|cached| {
                     let changed = *cached != Some(v.minor);
                     *cached = Some(v.minor);
@@ -488,15 +500,25 @@ impl Gating {
                 outcome.version = Ok(v);
             }
             Err(VersionFailure::Api(e)) => {
-                tracing::warn!(error = %e, "upgrade gating: cannot read the cluster version; keeping the last one");
-                outcome.version = Err(e.to_string());
+                let e = e.to_string();
+                if state.says_new(&e) {
+                    tracing::warn!(error = %e, "upgrade gating: cannot read the cluster version; keeping the last one and retrying");
+                } else {
+                    tracing::debug!(error = %e, "upgrade gating: still cannot read the cluster version");
+                }
+                outcome.version = Err(e);
                 return outcome;
             }
             Err(VersionFailure::Undetermined(e)) => {
-                tracing::error!(error = %e, "upgrade gating: the cluster version is not known; the ClusterOperator is left as it is");
+                if state.says_new(&e) {
+                    tracing::warn!(error = %e, "upgrade gating: the cluster version is not known; nothing is judged, the ClusterOperator is left as it is and installed extensions' ClusterUpgradeable says Unknown until it is");
+                } else {
+                    tracing::debug!(error = %e, "upgrade gating: the cluster version is still not known");
+                }
                 self.version_tx
                     .send_if_modified(|cached| cached.take().is_some());
                 outcome.version = Err(e);
+                outcome.version_undetermined = true;
                 return outcome;
             }
         }
@@ -682,6 +704,20 @@ struct LoopState {
     passes: u64,
     /// The warnings logged last, so each is logged once while it holds.
     warnings: BTreeSet<String>,
+    /// Why the cluster version could not be had, as last logged: each reason is logged once
+    /// (a warning) while it holds, and its end once.
+    version_problem: Option<String>,
+}
+
+impl LoopState {
+    /// Records `problem`; whether it differs from the one logged last (then log it).
+    fn says_new(&mut self, problem: &str) -> bool {
+        if self.version_problem.as_deref() == Some(problem) {
+            return false;
+        }
+        self.version_problem = Some(problem.to_string());
+        true
+    }
 }
 
 enum VersionFailure {

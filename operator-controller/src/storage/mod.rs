@@ -20,6 +20,9 @@
 //! | delete | delete every Secret labelled with the record's key |
 //! | prune | before a create, delete the oldest records until `MAX_HISTORY - 1` remain, never the deployed one |
 //!
+//! Every create and replace names the field manager `operator-controller` ([`FIELD_MANAGER`]), as
+//! upstream's writes of these Secrets are recorded; deletes record nothing.
+//!
 //! [`scopes`] asks discovery which kinds are namespaced, for rendering a release's manifest.
 
 pub mod scopes;
@@ -33,6 +36,9 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use olm_operator_core::release::history::{self, MAX_HISTORY};
 use olm_operator_core::release::secrets::{self, DecodeError, DecodeLimits, EncodeError, Stamps};
 use olm_operator_core::release::{Release, StoredRelease};
+
+/// The field manager of every write of a release Secret (upstream's: its binary's name).
+pub const FIELD_MANAGER: &str = olm_operator_core::apply_plan::managed_fields::FIELD_MANAGER;
 
 /// Most index Secrets read for one ClusterExtension. Helm keeps [`MAX_HISTORY`]; anything far
 /// beyond that is not a history this controller (or upstream) wrote.
@@ -357,7 +363,7 @@ impl ReleaseStore {
             .call(
                 "create",
                 &encoded.key,
-                self.api.create(&PostParams::default(), &index),
+                self.api.create(&write_params(), &index),
             )
             .await
         {
@@ -381,7 +387,7 @@ impl ReleaseStore {
                 .call(
                     "create",
                     &chunk_name,
-                    self.api.create(&PostParams::default(), &chunk),
+                    self.api.create(&write_params(), &chunk),
                 )
                 .await
             {
@@ -458,8 +464,7 @@ impl ReleaseStore {
             .call(
                 "replace",
                 &encoded.key,
-                self.api
-                    .replace(&encoded.key, &PostParams::default(), &index),
+                self.api.replace(&encoded.key, &write_params(), &index),
             )
             .await?;
         // Only after the guarded replace succeeded: a conflict leaves the record as it was.
@@ -483,7 +488,7 @@ impl ReleaseStore {
             self.call(
                 "create",
                 &chunk_name,
-                self.api.create(&PostParams::default(), &chunk),
+                self.api.create(&write_params(), &chunk),
             )
             .await?;
             chunks += 1;
@@ -518,5 +523,13 @@ impl ReleaseStore {
             self.delete(&e.key).await?;
         }
         Ok(entries.len())
+    }
+}
+
+/// Creates and replaces of release Secrets, under [`FIELD_MANAGER`].
+fn write_params() -> PostParams {
+    PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
     }
 }

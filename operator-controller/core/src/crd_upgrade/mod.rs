@@ -7,8 +7,8 @@
 //! proves it cannot invalidate stored data; the `Progressing` message; object violations.
 //! No IO: the controller and the CLI read the inputs.
 //!
-//! Upstream (operator-controller `df2c201d` with crdify `bb9957dbf465`, see
-//! `shared/reference/install-path.md` §2) runs three passes: CRD-wide rules, each version against
+//! Upstream (operator-controller `df2c201d` with crdify `bb9957dbf465`, its
+//! `rukpak/preflights/crdupgradesafety` package) runs three passes: CRD-wide rules, each version against
 //! the same version of the old CRD, and every pair of served versions inside the new CRD (minus
 //! issues the old CRD already had; skipped when the new CRD converts by webhook). [`rules`]
 //! reproduces them with upstream's exact texts; [`gocmp`] and [`unhandled`] reproduce the

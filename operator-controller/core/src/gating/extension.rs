@@ -10,7 +10,8 @@
 //!
 //! | installed release (per [`check_extension`])       | status | reason                              | message |
 //! |----------------------------------------------------|--------|-------------------------------------|---------|
-//! | none deployed, or cluster version not known yet    | (no condition)                          |         |
+//! | none deployed                                      | (no condition)                          |         |
+//! | deployed, cluster version not known                | Unknown | `ClusterVersionUnknown`            | [`VERSION_UNKNOWN_MESSAGE`] |
 //! | compatible, no `olm.maxOpenShiftVersion`           | True   | `MaxOpenShiftVersionCompatible`     | `bundle "<b>" declares no olm.maxOpenShiftVersion; it does not block OpenShift upgrades` |
 //! | compatible, max `M` > current                      | True   | `MaxOpenShiftVersionCompatible`     | `bundle "<b>" supports OpenShift up to <M>; it does not block the cluster's upgrade from <cur> to <next>` |
 //! | blocking, max `M`                                  | False  | `MaxOpenShiftVersionIncompatible`   | `bundle "<b>" supports OpenShift up to <M>; it blocks the cluster's upgrade from <cur> to <next>. ` + the lifting sentence |
@@ -71,15 +72,26 @@ impl ExtensionCondition {
     pub const TYPE: ConditionType = ConditionType::ClusterUpgradeable;
 }
 
+/// The message of `ClusterUpgradeable=Unknown`: the cluster version is not known (the gating
+/// loop logs why, once).
+pub const VERSION_UNKNOWN_MESSAGE: &str = "the cluster's OpenShift version is not known, so olm.maxOpenShiftVersion is not checked: it is OPERATOR_IMAGE_VERSION when set, else the newest Completed update in the status.history of ClusterVersion \"version\" (operator-controller's log says which is missing or invalid)";
+
 /// The extension's `ClusterUpgradeable` condition (see the module table); `None` when it gets
-/// none: nothing deployed, or `current` is not known (not OpenShift, or not read yet).
+/// none: nothing deployed. Called in OpenShift mode only; `current` is `None` while the cluster
+/// version is not known (not read yet, or nothing to read it from).
 pub fn extension_condition(
     name: &str,
     metadata: ExtensionMetadata<'_>,
     current: Option<ClusterMinor>,
     lifting: Lifting<'_>,
 ) -> Option<ExtensionCondition> {
-    let current = current?;
+    let Some(current) = current else {
+        return (!matches!(metadata, ExtensionMetadata::NotDeployed)).then(|| ExtensionCondition {
+            status: ConditionStatus::Unknown,
+            reason: ConditionReason::ClusterVersionUnknown,
+            message: VERSION_UNKNOWN_MESSAGE.to_string(),
+        });
+    };
     let verdict = check_extension(current, &InstalledExtension { name, metadata });
     let bundle = go_quote(&verdict.bundle);
     let next = current.next();
@@ -211,28 +223,41 @@ mod tests {
     }
 
     #[test]
-    fn nothing_deployed_or_no_cluster_version_gives_no_condition() {
-        assert_eq!(
-            extension_condition(
-                "ext",
-                ExtensionMetadata::NotDeployed,
-                Some(CUR),
-                Lifting::Versions(&[])
-            ),
-            None
-        );
-        assert_eq!(
-            extension_condition(
-                "ext",
-                deployed(
-                    "b.v1",
-                    Some(r#"[{"type":"olm.maxOpenShiftVersion","value":"4.18"}]"#)
+    fn nothing_deployed_gives_no_condition() {
+        for current in [Some(CUR), None] {
+            assert_eq!(
+                extension_condition(
+                    "ext",
+                    ExtensionMetadata::NotDeployed,
+                    current,
+                    Lifting::Versions(&[])
                 ),
-                None,
-                Lifting::Versions(&[])
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_cluster_version_is_said_on_the_condition_of_an_installed_extension() {
+        for metadata in [
+            deployed(
+                "b.v1",
+                Some(r#"[{"type":"olm.maxOpenShiftVersion","value":"4.18"}]"#),
             ),
-            None
-        );
+            deployed("b.v1", None),
+            ExtensionMetadata::Unreadable,
+        ] {
+            let c = extension_condition("ext", metadata, None, Lifting::Versions(&[])).unwrap();
+            assert_eq!(
+                (c.status, c.reason, c.message.as_str()),
+                (
+                    ConditionStatus::Unknown,
+                    ConditionReason::ClusterVersionUnknown,
+                    VERSION_UNKNOWN_MESSAGE
+                )
+            );
+        }
+        assert!(VERSION_UNKNOWN_MESSAGE.contains("OPERATOR_IMAGE_VERSION"));
     }
 
     #[test]

@@ -51,7 +51,8 @@ pub mod properties;
 pub mod version;
 
 pub use extension::{
-    ExtensionCondition, Lifting, extension_condition, lifts_block, put_extension_condition,
+    ExtensionCondition, Lifting, VERSION_UNKNOWN_MESSAGE, extension_condition, lifts_block,
+    put_extension_condition,
 };
 pub use lifting::{lifting_versions, lifting_versions_fetched};
 

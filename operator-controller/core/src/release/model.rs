@@ -444,10 +444,10 @@ impl Release {
     }
 
     /// The record as helm-operator-plugins stores it: `json.NewEncoder(w).Encode(wrapper)`.
-    pub fn to_go_json(&self) -> Vec<u8> {
-        // Every field serializes infallibly (strings, maps with string keys, finite numbers read
-        // from JSON), so an error here is a bug worth surfacing as empty output in release builds.
-        super::go_json::to_vec_line(self).unwrap_or_default()
+    /// An encoding error is returned, never turned into an empty record (which, stored, would
+    /// read back as a release with no manifest).
+    pub fn to_go_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        super::go_json::to_vec_line(self)
     }
 }
 

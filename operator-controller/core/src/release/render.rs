@@ -203,6 +203,8 @@ pub enum RenderError {
         kind: String,
         api_version: String,
     },
+    #[error("failed to encode {what}: {message}")]
+    Encode { what: &'static str, message: String },
 }
 
 /// The manifest Helm stores for `chart` (see the module steps).
@@ -212,7 +214,12 @@ pub fn render_manifest(
     scopes: &dyn ResourceScopes,
 ) -> Result<String, RenderError> {
     let docs = rendered_documents(chart)?;
-    let owner = context.owner_reference();
+    // Encoded once; an error here must never become a `null` owner reference in the manifest.
+    let owner =
+        serde_json::to_value(context.owner_reference()).map_err(|e| RenderError::Encode {
+            what: "the owner reference",
+            message: e.to_string(),
+        })?;
     let mut out = Vec::new();
     for doc in docs {
         let object = post_render(doc.object, &doc.file, context, &owner, scopes)?;
@@ -347,7 +354,7 @@ fn post_render(
     mut object: Map<String, Value>,
     file: &str,
     context: &PostRenderContext,
-    owner: &OwnerReference,
+    owner: &Value,
     scopes: &dyn ResourceScopes,
 ) -> Result<Value, RenderError> {
     let api_version = object
@@ -416,7 +423,7 @@ fn post_render(
             );
         });
     } else {
-        let reference = serde_json::to_value(owner).unwrap_or(Value::Null);
+        let reference = owner.clone();
         let mut refs = match metadata.remove("ownerReferences") {
             Some(Value::Array(refs)) => refs,
             _ => Vec::new(),

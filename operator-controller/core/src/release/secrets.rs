@@ -143,6 +143,12 @@ pub enum EncodeError {
         name: String,
         source: std::io::Error,
     },
+    #[error("failed to encode {what} of release {name:?} as JSON: {source}")]
+    Json {
+        name: String,
+        what: &'static str,
+        source: serde_json::Error,
+    },
 }
 
 /// A release encoded for storage: its key and its chunks, ready to become Secrets.
@@ -153,6 +159,8 @@ pub struct EncodedRelease {
     labels: BTreeMap<String, String>,
     /// `(name, data)`; the first is the index Secret's.
     chunks: Vec<(String, Vec<u8>)>,
+    /// The index's `extraChunks`: the JSON list of the other chunks' names.
+    extra_chunks_json: Vec<u8>,
 }
 
 /// Timestamps of the index Secret, in Unix seconds (upstream's `createdAt`/`modifiedAt` labels).
@@ -197,16 +205,7 @@ pub fn encode_release_with(
         return Err(EncodeError::SystemLabel(bad.clone()));
     }
     let key = release_key(&release.name, release.version);
-    let json = release.to_go_json();
-    let mut gz = flate2::GzBuilder::new()
-        .operating_system(255)
-        .write(Vec::new(), Compression::best());
-    let compressed = std::io::Write::write_all(&mut gz, &json)
-        .and_then(|()| gz.finish())
-        .map_err(|source| EncodeError::Encode {
-            name: release.name.clone(),
-            source,
-        })?;
+    let compressed = compress_record(&release.name, release)?;
     let chunks: Vec<(String, Vec<u8>)> = compressed
         .chunks(limits.chunk_size.max(1))
         .map(|c| (chunk_name(&key, c), c.to_vec()))
@@ -218,6 +217,13 @@ pub fn encode_release_with(
             max: limits.max_chunks,
         });
     }
+    // `json.Marshal([]string{...})` of the chunk names after the first.
+    let extra: Vec<&str> = chunks[1..].iter().map(|(n, _)| n.as_str()).collect();
+    let extra_chunks_json = serde_json::to_vec(&extra).map_err(|source| EncodeError::Json {
+        name: release.name.clone(),
+        what: "the chunk list",
+        source,
+    })?;
     let info_status = release.status().to_string();
     let labels = BTreeMap::from([
         ("name".to_string(), release.name.clone()),
@@ -231,7 +237,30 @@ pub fn encode_release_with(
         key,
         labels,
         chunks,
+        extra_chunks_json,
     })
+}
+
+/// Go's JSON text of `record` (a [`Release`]), gzip-compressed as Helm stores it. Any failure is
+/// an error naming the release: an empty or partial record is never stored.
+fn compress_record<T: serde::Serialize + ?Sized>(
+    name: &str,
+    record: &T,
+) -> Result<Vec<u8>, EncodeError> {
+    let json = super::go_json::to_vec_line(record).map_err(|source| EncodeError::Json {
+        name: name.to_owned(),
+        what: "the record",
+        source,
+    })?;
+    let mut gz = flate2::GzBuilder::new()
+        .operating_system(255)
+        .write(Vec::new(), Compression::best());
+    std::io::Write::write_all(&mut gz, &json)
+        .and_then(|()| gz.finish())
+        .map_err(|source| EncodeError::Encode {
+            name: name.to_owned(),
+            source,
+        })
 }
 
 impl EncodedRelease {
@@ -252,9 +281,7 @@ impl EncodedRelease {
         if let Some(m) = stamps.modified_at {
             labels.insert("modifiedAt".to_string(), m.to_string());
         }
-        let extra: Vec<&str> = self.extra_chunk_names();
-        // `json.Marshal([]string{...})`: chunk names never need escaping.
-        let extra_json = serde_json::to_vec(&extra).unwrap_or_else(|_| b"[]".to_vec());
+        let extra_json = self.extra_chunks_json.clone();
         Secret {
             metadata: ObjectMeta {
                 name: Some(self.key.clone()),
@@ -534,5 +561,23 @@ mod tests {
         assert_eq!(base32_lower(&[0xff; 5]), "66666666");
         let name = chunk_name("sh.helm.release.v1.x.v1", b"");
         assert_eq!(name.len(), "sh.helm.release.v1.x.v1-".len() + 13);
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_encoded_is_an_error_naming_the_release_not_an_empty_record() {
+        // JSON has only string keys: a map keyed by pairs cannot be encoded.
+        let unencodable = BTreeMap::from([((1, 2), "value")]);
+        let err = compress_record("my-ext", &unencodable).expect_err("not encodable");
+        assert!(matches!(err, EncodeError::Json { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "failed to encode the record of release \"my-ext\" as JSON: key must be a string"
+        );
+        // The same path encodes what it can.
+        let encoded = compress_record("my-ext", &BTreeMap::from([("k", "v")])).expect("encodes");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&encoded[..]), &mut text)
+            .expect("gzip");
+        assert_eq!(text, "{\"k\":\"v\"}\n");
     }
 }

@@ -11,16 +11,9 @@ use olm_operator_core::resolve::{
     CatalogInfo, InstalledBundle, PackageContent, Resolution, ResolveError, resolve,
 };
 
-/// `shared/data`, found by walking up from this crate.
-pub fn shared_data() -> PathBuf {
-    let mut dir = manifest_dir();
-    loop {
-        let candidate = dir.join("shared/data");
-        if candidate.is_dir() {
-            return candidate;
-        }
-        assert!(dir.pop(), "shared/data not found");
-    }
+/// `testdata/<relative>` (see olm-testdata).
+pub fn testdata(relative: &str) -> PathBuf {
+    olm_testdata::path(relative)
 }
 
 /// Package `package`'s content from a JSON stream of catalog objects.

@@ -10,16 +10,9 @@ use olm_operator_core::bundle::{self, BundleFs, RegistryV1Bundle};
 use olm_operator_core::render::{self, CertProvider, RenderOptions, Rendered};
 use serde_json::Value;
 
-/// `shared/data`, found by walking up from this crate.
-pub fn shared_data() -> PathBuf {
-    let mut dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    loop {
-        let candidate = dir.join("shared/data");
-        if candidate.is_dir() {
-            return candidate;
-        }
-        assert!(dir.pop(), "shared/data not found");
-    }
+/// `testdata/<relative>` (see olm-testdata).
+pub fn testdata(relative: &str) -> PathBuf {
+    olm_testdata::path(relative)
 }
 
 /// A bundle directory as the IO side hands it over (tests read it plainly).

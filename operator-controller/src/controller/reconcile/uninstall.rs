@@ -96,7 +96,7 @@ pub(super) async fn remove_finalizers(
     match api
         .patch(
             &extension.name_any(),
-            &PatchParams::default(),
+            &olm_runtime::client::patch_params(),
             &Patch::<()>::Json(patch),
         )
         .await
