@@ -17,7 +17,9 @@ use olm_e2e::catalogd::{Catalogd, Options as CatalogdOptions, catalogs};
 use olm_e2e::operator_controller::{
     OperatorController, Options, bundle_name, ensure_namespace, free_port, installed_bundle,
 };
-use olm_e2e::scenario::{ExtensionSpec, POLL_MINUTES, Package, delete_extension};
+use olm_e2e::scenario::{
+    ExtensionSpec, INSTALLED, Message, POLL_MINUTES, Package, RETRYING, delete_extension, wait_for,
+};
 use olm_e2e::stalling_proxy::StallingProxy;
 
 use crate::support::{delete_namespace, unique_name};
@@ -81,14 +83,7 @@ async fn a_stalled_catalog_server_fails_the_reconcile_at_the_idle_timeout_and_th
     let ext = ExtensionSpec::of_package(&package.name, &catalog, &ns)
         .create(&extensions, &oc.instance)
         .await;
-    oc.wait_condition(
-        &extensions,
-        &ext.name,
-        ConditionType::Installed,
-        "True",
-        "Succeeded",
-    )
-    .await;
+    wait_for(&extensions, &ext.name, &oc, INSTALLED).await;
 
     // The server stalls; a new catalog revision makes the controller read the package again.
     proxy.stall();
@@ -103,12 +98,9 @@ async fn a_stalled_catalog_server_fails_the_reconcile_at_the_idle_timeout_and_th
     package
         .push_catalog(&env.registry, &catalog_repo, &images)
         .await;
-    let retrying = oc
-        .wait_progressing(&extensions, &ext.name, "Retrying", |message| {
-            message.contains(&format!("failed to fetch {base}/api/v1/metas?"))
-                && message.contains(": no data for 1s (read idle timeout)")
-        })
-        .await;
+    let stalled = Message::contains(format!("failed to fetch {base}/api/v1/metas?"))
+        .and(Message::contains(": no data for 1s (read idle timeout)"));
+    let retrying = wait_for(&extensions, &ext.name, &oc, RETRYING.until_message(stalled)).await;
     assert_eq!(
         condition(&retrying, ConditionType::Installed),
         Some(("True".to_string(), "Succeeded".to_string()))

@@ -6,135 +6,14 @@
 //! Exact strings come from upstream's `controllers/common_controller.go` (install-path.md §1)
 //! and `resolve/catalog.go` (upstream-operator-controller.md §3.5).
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use olm_api::v1::{ClusterExtension, ConditionType};
-use olm_e2e::operator_controller::{BundleSpec, Catalogs, OperatorController, bundle_name};
-use olm_e2e::registry::Registry;
+use kube::api::Api;
+use olm_api::v1::ConditionType;
 use olm_e2e::scenario::{
-    AVAILABLE, DESIRED_STATE, ExtensionSpec, INSTALLED, Message, OWNER_NAME_LABEL, POLL_MINUTES,
-    Package, Scenario, message,
+    AVAILABLE, DESIRED_STATE, ExtensionSpec, INSTALLED, Message, OWNER_NAME_LABEL, Package,
+    Scenario, message,
 };
-use olm_e2e::test_env::unique_name;
-use serde_json::{Value, json};
-
-use crate::support::{cluster_extensions, create};
-
-// Transitional: the helpers `extension_trust.rs` and `extension_dropin.rs` were written with before
-// `olm_e2e::scenario`.
-// Nothing else uses them; they go once those files speak the scenario vocabulary.
-
-/// A package served by a catalogd of the test's own (see [`Scenario::publish`]).
-#[allow(dead_code)]
-pub struct Fixture {
-    pub package: String,
-    pub catalog: String,
-    pub catalogs: Catalogs,
-}
-
-#[allow(dead_code)]
-impl Fixture {
-    /// Bundles at `versions`, each replacing the one before in channel `stable`.
-    pub async fn new(registry: &Registry, versions: &[&str]) -> Fixture {
-        let package = Package::with_versions(versions);
-        Fixture::serve(registry, package).await
-    }
-
-    /// `bundles` of `package`, listed in channel `stable` with `channel`'s entries.
-    pub async fn with_bundles(
-        registry: &Registry,
-        package: &str,
-        bundles: &[BundleSpec],
-        channel: &[(String, Option<String>)],
-    ) -> Fixture {
-        let mut table = Package::named(package);
-        for (name, replaces) in channel {
-            let spec = bundles.iter().find(|b| &b.name() == name);
-            let spec = spec.unwrap_or_else(|| panic!("no bundle {name}")).clone();
-            table = table.bundle_with(&spec.version.clone(), |b| *b = spec);
-            table = match replaces {
-                Some(r) => table.replaces(r.rsplit_once(".v").map_or(r.as_str(), |(_, v)| v)),
-                None => table.replaces_nothing(),
-            };
-        }
-        Fixture::serve(registry, table).await
-    }
-
-    async fn serve(registry: &Registry, package: Package) -> Fixture {
-        let repo = unique_name("bundles");
-        let mut images = BTreeMap::new();
-        for row in &package.rows {
-            let image = row.bundle.push(registry, &repo).await;
-            images.insert(row.bundle.version.clone(), image);
-        }
-        let image = package
-            .push_catalog(registry, &unique_name("catalog"), &images)
-            .await;
-        let catalogs = Catalogs::start(registry).await;
-        let catalog = catalogs.serve("cat", &image, Some(POLL_MINUTES)).await;
-        Fixture {
-            package: package.name,
-            catalog,
-            catalogs,
-        }
-    }
-}
-
-/// Channel entries where each version replaces the previous one.
-#[allow(dead_code)]
-pub fn chain(package: &str, versions: &[&str]) -> Vec<(String, Option<String>)> {
-    let names: Vec<String> = versions.iter().map(|v| bundle_name(package, v)).collect();
-    let previous = std::iter::once(None).chain(names.iter().cloned().map(Some));
-    names.iter().cloned().zip(previous).collect()
-}
-
-#[allow(dead_code)]
-pub async fn extensions() -> Api<ClusterExtension> {
-    Api::all(olm_e2e::shared().await.client().await)
-}
-
-/// Creates the extension described by `body`.
-#[allow(dead_code)]
-pub async fn create_extension(body: Value) {
-    let client = olm_e2e::shared().await.client().await;
-    create(&cluster_extensions(&client), body)
-        .await
-        .unwrap_or_else(|e| panic!("create ClusterExtension: {e}"));
-}
-
-/// Merge-patches the extension's spec.
-#[allow(dead_code)]
-pub async fn patch_spec(api: &Api<ClusterExtension>, name: &str, spec: Value) {
-    api.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "spec": spec })),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("patch {name}: {e}"));
-}
-
-/// Deletes the extension and waits until it is gone (its finalizers released).
-#[allow(dead_code)]
-pub async fn delete_extension(oc: &OperatorController, api: &Api<ClusterExtension>, name: &str) {
-    olm_e2e::scenario::delete_extension(api, name, oc).await;
-}
-
-/// The release index Secrets of an extension, as upstream's e2e steps query them.
-#[allow(dead_code)]
-pub async fn release_secrets(oc: &OperatorController, extension: &str) -> Vec<Secret> {
-    let client = olm_e2e::shared().await.client().await;
-    let secrets: Api<Secret> = Api::namespaced(client, &oc.system_namespace);
-    let selector = format!("name={extension},owner=operator-controller");
-    let list = ListParams::default()
-        .labels(&selector)
-        .fields("type=operatorframework.io/index.v1");
-    secrets.list(&list).await.unwrap().items
-}
 
 #[tokio::test]
 async fn install_latest_then_uninstall_removes_everything() {

@@ -18,7 +18,9 @@ use olm_e2e::catalogd::{Catalogd, Options as CatalogdOptions, all_path, catalogs
 use olm_e2e::operator_controller::{OperatorController, Options};
 use olm_e2e::registry::Registry;
 use olm_e2e::release::manifest::component_rbac;
-use olm_e2e::scenario::{ExtensionSpec, ObjectKey, Package, Snapshot, delete_extension};
+use olm_e2e::scenario::{
+    AVAILABLE, ExtensionSpec, INSTALLED, ObjectKey, Package, Snapshot, delete_extension, wait_for,
+};
 use serde_json::Value;
 
 use crate::release_manifest::apply;
@@ -148,25 +150,9 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
         .create(&extension_api, &oc_instance)
         .await
         .name;
-    old_oc
-        .wait_condition(
-            &extension_api,
-            &extension,
-            ConditionType::Installed,
-            "True",
-            "Succeeded",
-        )
-        .await;
+    wait_for(&extension_api, &extension, &old_oc, INSTALLED).await;
     // Settled: the installed Deployment is Available too, so nothing is left to change.
-    let installed_before = old_oc
-        .wait_condition(
-            &extension_api,
-            &extension,
-            ConditionType::Available,
-            "True",
-            "ProbesSucceeded",
-        )
-        .await;
+    let installed_before = wait_for(&extension_api, &extension, &old_oc, AVAILABLE).await;
     let configmap_before = Snapshot::of(
         &client,
         ObjectKey::namespaced("v1", "ConfigMap", &ns, "test-configmap"),

@@ -7,15 +7,15 @@
 use std::path::{Path, PathBuf};
 
 use kube::api::Api;
-use olm_api::v1::{ClusterCatalog, ConditionType, find_condition};
+use olm_api::v1::{ClusterCatalog, ClusterExtension, ConditionType, find_condition};
 use olm_e2e::catalogd::{Catalogd, Options as CatalogdOptions, catalogs};
 use olm_e2e::images::push_catalog;
 use olm_e2e::operator_controller::{
-    BundleSpec, CatalogSpec, OperatorController, Options, bundle_name, installed_bundle, message,
+    BundleSpec, OperatorController, Options, bundle_name, installed_bundle, message,
 };
 use olm_e2e::registry::Registry;
+use olm_e2e::scenario::{ExtensionSpec, INSTALLED, Message, Package, RETRYING, wait_for};
 
-use crate::extension_install::{chain, create_extension, extensions};
 use crate::support::{create_namespace, unique_name};
 
 const CONF_VAR: &str = "CONTAINERS_REGISTRIES_CONF";
@@ -32,17 +32,16 @@ fn conf_env(path: &Path) -> Vec<(String, String)> {
     vec![(CONF_VAR.to_string(), path.display().to_string())]
 }
 
-/// One package of one bundle whose image is listed as `listed_image`.
-fn one_bundle_catalog(package: &str, listed_image: &str) -> CatalogSpec {
-    let images = [("1.0.0".to_string(), listed_image.to_string())].into();
-    catalog_spec(package, &images, &chain(package, &["1.0.0"]))
-}
-
-/// Pushes `specs` as one catalog image (each package in a directory of its own).
-async fn push_catalog_of(registry: &Registry, repo: &str, specs: &[&CatalogSpec]) -> String {
+/// Pushes one catalog image holding, for each (package, listed image), that package with one
+/// bundle (1.0.0) whose image is listed as the listed image (each package in a directory of its
+/// own).
+async fn push_catalog_of(registry: &Registry, repo: &str, packages: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().unwrap();
-    for spec in specs {
-        spec.write(&dir.path().join(&spec.package));
+    for (package, listed_image) in packages {
+        let images = [("1.0.0".to_string(), listed_image.to_string())].into();
+        Package::named(package)
+            .bundle("1.0.0")
+            .write_fbc(&dir.path().join(package), &images);
     }
     let reference = format!("{repo}:latest");
     push_catalog(registry, &reference, dir.path())
@@ -76,10 +75,7 @@ async fn mirrored_catalog_serves_and_its_remapped_bundle_installs_while_blocked_
     let pushed_catalog = push_catalog_of(
         registry,
         &catalog_repo,
-        &[
-            &one_bundle_catalog(&package, &listed),
-            &one_bundle_catalog(&blocked_package, &blocked_image),
-        ],
+        &[(&package, &listed), (&blocked_package, &blocked_image)],
     )
     .await;
     let (_dir, conf) = registries_conf(&format!(
@@ -123,19 +119,12 @@ blocked = true
     let mut oc_options = Options::new(registry);
     oc_options.env = conf_env(&conf);
     let oc = OperatorController::start(oc_options).await;
-    let extensions = extensions().await;
+    let extensions: Api<ClusterExtension> = Api::all(client.clone());
     let ns = create_namespace(&client, "mirrored").await;
-    let name = unique_name("ext");
-    create_extension(oc.extension(&name, &ns, &package, &catalog, None)).await;
-    let installed = oc
-        .wait_condition(
-            &extensions,
-            &name,
-            ConditionType::Installed,
-            "True",
-            "Succeeded",
-        )
+    let ext = ExtensionSpec::of_package(&package, &catalog, &ns)
+        .create(&extensions, &oc.instance)
         .await;
+    let installed = wait_for(&extensions, &ext.name, &oc, INSTALLED).await;
     assert_eq!(
         installed_bundle(&installed),
         Some((bundle_name(&package, "1.0.0"), "1.0.0".into()))
@@ -145,14 +134,20 @@ blocked = true
         format!("Installed bundle {listed} successfully")
     );
 
-    let refused = unique_name("ext");
-    create_extension(oc.extension(&refused, &ns, &blocked_package, &catalog, None)).await;
+    let refused = ExtensionSpec::of_package(&blocked_package, &catalog, &ns)
+        .create(&extensions, &oc.instance)
+        .await;
     let expected = format!(
         "registry {host}/{blocked_repo} is blocked in {}, line 13",
         conf.display()
     );
-    oc.wait_progressing(&extensions, &refused, "Retrying", |m| m.contains(&expected))
-        .await;
+    wait_for(
+        &extensions,
+        &refused.name,
+        &oc,
+        RETRYING.until_message(Message::contains(expected)),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -165,7 +160,7 @@ async fn catalog_from_a_blocked_registry_is_refused_by_name_in_its_status() {
     let image = push_catalog_of(
         registry,
         &catalog_repo,
-        &[&one_bundle_catalog(&package, "example.invalid/b:v1")],
+        &[(&package, "example.invalid/b:v1")],
     )
     .await;
     let (_dir, conf) = registries_conf(&format!(
@@ -189,30 +184,4 @@ async fn catalog_from_a_blocked_registry_is_refused_by_name_in_its_status() {
         .await;
     assert_eq!(progressing.status.as_str(), "True");
     assert_eq!(progressing.reason, "Retrying");
-}
-
-/// A one-channel catalog listing `images` (version → image) in `channel` order.
-fn catalog_spec(
-    package: &str,
-    images: &std::collections::BTreeMap<String, String>,
-    channel: &[(String, Option<String>)],
-) -> olm_e2e::operator_controller::CatalogSpec {
-    olm_e2e::operator_controller::CatalogSpec {
-        package: package.to_owned(),
-        default_channel: "stable".into(),
-        channels: vec![olm_e2e::operator_controller::ChannelSpec {
-            name: "stable".into(),
-            entries: channel.to_vec(),
-        }],
-        bundles: images
-            .iter()
-            .map(|(v, image)| {
-                (
-                    olm_e2e::operator_controller::bundle_name(package, v),
-                    v.clone(),
-                    image.clone(),
-                )
-            })
-            .collect(),
-    }
 }

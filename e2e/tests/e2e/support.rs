@@ -38,22 +38,6 @@ pub async fn create_namespace(client: &kube::Client, prefix: &str) -> String {
     name
 }
 
-/// Creates the namespace `name` and returns it.
-#[allow(dead_code)] // used by extension_trust.rs
-pub async fn create_namespace_named(client: &kube::Client, name: &str) -> String {
-    let namespace: Namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": name},
-    }))
-    .unwrap();
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap_or_else(|e| panic!("create namespace {name}: {e}"));
-    name.to_owned()
-}
-
 /// Deletes a namespace, ignoring errors (cleanup at the end of a test).
 pub async fn delete_namespace(client: &kube::Client, name: &str) {
     let _ = Api::<Namespace>::all(client.clone())
