@@ -471,7 +471,7 @@ async fn hostile_bundle_images_fail_clearly_and_write_nothing_outside_the_cache(
                 "",
                 b"metadata: {name: x}\n",
             )]),
-            "error parsing objects in \"manifests/nokind.yaml\": Object 'Kind' is missing in",
+            "error parsing objects in \"manifests/nokind.yaml\": unable to decode \"manifests/nokind.yaml\": Object 'Kind' is missing in",
         ),
     ];
     let registry = registry_with(RegistryOptions::default()).await;
