@@ -208,6 +208,58 @@ fn invalid_bundles_and_configurations_exit_1_with_upstreams_message() {
     }
 }
 
+/// A bundle directory with `manifests/cm.yaml` holding `configmap`, beside a minimal CSV.
+fn bundle_dir_with_configmap(configmap: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("metadata")).unwrap();
+    fs::create_dir_all(dir.path().join("manifests")).unwrap();
+    fs::write(
+        dir.path().join("metadata/annotations.yaml"),
+        "annotations:\n  operators.operatorframework.io.bundle.package.v1: pkg\n  operators.operatorframework.io.bundle.channels.v1: alpha\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("manifests/csv.yaml"),
+        "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata: {name: op.v1}\nspec:\n  version: 1.0.0\n  installModes: [{type: AllNamespaces, supported: true}]\n  install:\n    strategy: deployment\n    spec:\n      deployments:\n      - name: op\n        spec:\n          selector: {matchLabels: {app: op}}\n          template:\n            metadata: {labels: {app: op}}\n            spec: {containers: [{name: op, image: 'op:1'}]}\n",
+    )
+    .unwrap();
+    fs::write(dir.path().join("manifests/cm.yaml"), configmap).unwrap();
+    dir
+}
+
+/// Upstream's text for these numbers was recorded with its renderer and sigs.k8s.io/yaml.
+#[test]
+fn numbers_print_as_upstream_prints_them_and_yaml_1_1_label_values_fail_as_upstream() {
+    let dir = bundle_dir_with_configmap(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nums}\ndata: {a: b}\nextra:\n  i63: 9223372036854775808\n  e3: 1e3\n  e19: 1e19\n  e20: 1e20\n  e21: 1e21\n  small: 0.000001\n  mid: 1234567.5\n  f1: 1.0\n",
+    );
+    let out = render(&[
+        "--bundle",
+        &dir.path().display().to_string(),
+        "--install-namespace",
+        "ns",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    let configmap = "---\napiVersion: v1\ndata:\n  a: b\nextra:\n  e3: 1000\n  e19: 10000000000000000000\n  e20: 1e+20\n  e21: 1e+21\n  f1: 1\n  i63: 9223372036854776000\n  mid: 1.2345675e+06\n  small: 1e-06\nkind: ConfigMap\nmetadata:\n  name: nums\n  namespace: ns\n";
+    assert!(text.contains(configmap), "{text}");
+
+    let dir = bundle_dir_with_configmap(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: {enabled: yes}\n",
+    );
+    let out = render(&[
+        "--bundle",
+        &dir.path().display().to_string(),
+        "--install-namespace",
+        "ns",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "stdout: {}", stdout(&out));
+    assert_eq!(
+        stderr(&out),
+        "error parsing objects in \"manifests/cm.yaml\": unable to decode \"manifests/cm.yaml\": json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string\n"
+    );
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let b = bundle("argocd-operator.v0.6.0");
@@ -471,7 +523,7 @@ async fn hostile_bundle_images_fail_clearly_and_write_nothing_outside_the_cache(
                 "",
                 b"metadata: {name: x}\n",
             )]),
-            "error parsing objects in \"manifests/nokind.yaml\": Object 'Kind' is missing in",
+            "error parsing objects in \"manifests/nokind.yaml\": unable to decode \"manifests/nokind.yaml\": Object 'Kind' is missing in",
         ),
     ];
     let registry = registry_with(RegistryOptions::default()).await;

@@ -349,7 +349,7 @@ pub fn write_float(f: f64, out: &mut Vec<u8>) {
 }
 
 /// Formats a float64 the way Go's `strconv.FormatFloat(f, 'g', -1, 32)` does (used by
-/// sigs.k8s.io/yaml for float map keys).
+/// sigs.k8s.io/yaml for float map keys), with YAML's names for infinities and NaN.
 pub fn format_float32_g(f: f64) -> String {
     if f.is_nan() {
         return ".nan".into();
@@ -369,10 +369,32 @@ pub fn format_float32_g(f: f64) -> String {
             "0".into()
         };
     }
-    let sci = format!("{:e}", f32v);
+    shortest_g(&format!("{:e}", f32v))
+}
+
+/// Formats a float64 exactly as Go's `strconv.FormatFloat(f, 'g', -1, 64)` does (`+Inf`,
+/// `-Inf`, `NaN` for the non-finite values). go-yaml v2 writes floats this way, and `fmt`'s
+/// `%v` prints them this way.
+pub fn format_float64_g(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    shortest_g(&format!("{:e}", f))
+}
+
+/// Go's shortest `'g'` layout from Rust's `{:e}` text (which has the shortest round-trip digits):
+/// the exponent form when the exponent is below -4 or at least 6 (Go decides with precision 6
+/// when the precision is the shortest), with at least two exponent digits.
+fn shortest_g(sci: &str) -> String {
     let (neg, rest) = match sci.strip_prefix('-') {
         Some(r) => (true, r),
-        None => (false, sci.as_str()),
+        None => (false, sci),
     };
     let (mantissa, exp) = rest.split_once('e').unwrap_or((rest, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
@@ -381,7 +403,6 @@ pub fn format_float32_g(f: f64) -> String {
     if neg {
         s.push('-');
     }
-    // Shortest 'g' uses the exponent form when the exponent is below -4 or at least 6.
     if !(-4..6).contains(&exp) {
         s.push_str(&digits[..1]);
         if digits.len() > 1 {
@@ -501,7 +522,11 @@ impl std::error::Error for ParseError {}
 
 /// Parses exactly one JSON value (surrounding JSON whitespace allowed) with Go's decoding rules.
 pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
-    let mut p = Parser { input, pos: 0 };
+    let mut p = Parser {
+        input,
+        pos: 0,
+        syntax_only: false,
+    };
     p.skip_ws();
     let v = p.value(0)?;
     p.skip_ws();
@@ -509,6 +534,22 @@ pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
         return Err(p.err_char("after top-level value"));
     }
     Ok(v)
+}
+
+/// Scans the JSON value that starts at `start` (JSON whitespace before it allowed) as Go's
+/// `json.Decoder` reads one value of a stream, and returns the index just past it. A syntax
+/// error carries Go's message and the index of the offending byte; input that ends inside the
+/// value is `unexpected end of JSON input` at `input.len()`. Numbers are checked for syntax only
+/// (`1e400` passes: converting it is the decoder's next step, not the scanner's).
+pub fn scan_value(input: &[u8], start: usize) -> Result<usize, ParseError> {
+    let mut p = Parser {
+        input,
+        pos: start,
+        syntax_only: true,
+    };
+    p.skip_ws();
+    p.value(0)?;
+    Ok(p.pos)
 }
 
 /// True when `s` matches the JSON number grammar.
@@ -557,6 +598,8 @@ fn scan_number(s: &[u8], start: usize) -> Result<usize, (usize, &'static str)> {
 struct Parser<'a> {
     input: &'a [u8],
     pos: usize,
+    /// Accept numbers that overflow float64 (a scan for value boundaries, see [`scan_value`]).
+    syntax_only: bool,
 }
 
 impl Parser<'_> {
@@ -623,7 +666,7 @@ impl Parser<'_> {
             offset: start,
             message: format!("invalid number {lit}"),
         })?;
-        if !value.is_finite() {
+        if !value.is_finite() && !self.syntax_only {
             return Err(ParseError {
                 offset: start,
                 message: format!("cannot unmarshal number {lit} into Go value of type float64"),

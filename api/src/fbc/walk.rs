@@ -639,11 +639,11 @@ impl<R: BufRead> JsonSplitter<R> {
     fn next_value(&mut self, buf: &mut Vec<u8>) -> Result<Option<(usize, usize)>, SplitError> {
         self.next_value_bounded(buf).map_err(|e| match e {
             Bounded::Io(e) => SplitError::Io(e),
-            Bounded::TooLarge(line, column) => SplitError::Syntax(YamlError {
+            Bounded::TooLarge(line, column) => SplitError::Syntax(YamlError::syntax(
                 line,
                 column,
-                message: format!("object is larger than the limit of {MAX_OBJECT_BYTES} bytes"),
-            }),
+                format!("object is larger than the limit of {MAX_OBJECT_BYTES} bytes"),
+            )),
         })
     }
 

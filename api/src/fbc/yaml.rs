@@ -25,7 +25,7 @@
 //! | `y Y yes Yes YES on On ON true True TRUE` | `true` |
 //! | `n N no No NO off Off OFF false False FALSE` | `false` |
 //! | empty, `~ null Null NULL` | `null` |
-//! | `.inf`, `.nan` (any case listed by YAML 1.1) | error: JSON has no infinities (as upstream) |
+//! | `.inf`, `.nan` (any case listed by YAML 1.1) | error if still in the document at the end: JSON has no infinities (as upstream) |
 //! | integer per Go `ParseInt(s, 0, 64)` after removing `_` (`0x1F`, `0o17`, `017` octal, `0b101`) | number |
 //! | above int64 but within uint64 | number |
 //! | `[-+]?(\.[0-9]+\|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?` | float |
@@ -39,6 +39,11 @@
 //! does (`1` → `"1"`, `true` → `"true"`, `1.5` → `"1.5"` via float32 formatting); `null`, large
 //! unsigned, list and map keys are errors.
 //!
+//! Errors carry the step of upstream's reading that reports them ([`YamlStage`]): a syntax error
+//! anywhere wins over a bad tag or key, which wins over a `null` key, which wins over an infinity,
+//! and each has upstream's wording ([`YamlError::upstream_text`]), quoting values as Go's `%#v`
+//! prints them (`map[interface {}]interface {}{"a":1}`).
+//!
 //! Bounds (hostile input): a document is at most [`MAX_OBJECT_BYTES`] as written, and as it
 //! expands: every scalar and key counts its text plus two bytes, and an alias (also behind a
 //! merge key) counts the whole expanded size of what it copies, charged before the copy is made.
@@ -51,8 +56,11 @@ use std::io::{BufRead, Read};
 use base64::Engine as _;
 use granit_parser::{Event, Parser, ScalarStyle, Tag};
 
-use super::gojson::{Number, Object, Value, format_float32_g, is_json_number, string_lossy};
+use super::gojson::{
+    Number, Object, Value, format_float32_g, format_float64_g, is_json_number, string_lossy,
+};
 use super::walk::MAX_OBJECT_BYTES;
+use crate::version::go_text::go_quote;
 
 /// A YAML problem at a line/column of the file (1-based line, 1-based column).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +68,63 @@ pub struct YamlError {
     pub line: usize,
     pub column: usize,
     pub message: String,
+    /// Which step of upstream's reading reports the problem; it decides upstream's wording
+    /// ([`YamlError::upstream_text`]).
+    pub stage: YamlStage,
+}
+
+/// The steps upstream's YAML reading goes through, in order. A problem of an earlier step wins
+/// over one of a later step anywhere in the same document, because each step runs over the
+/// whole document before the next one starts.
+///
+/// | stage | upstream code | upstream text after `error parsing <file>: ` |
+/// |---|---|---|
+/// | `Split` | apimachinery's `YAMLReader` (`---` lines) | `<message>` |
+/// | `Parse` | go-yaml v2's parser (syntax) | `error converting YAML to JSON: yaml: line N: <message>` |
+/// | `Decode` | go-yaml v2 building Go values (tags, merges, list or map keys) | `error converting YAML to JSON: yaml: <message>` |
+/// | `Convert` | sigs.k8s.io/yaml turning keys into strings (`null`, uint64 keys) | `error converting YAML to JSON: <message>` |
+/// | `Marshal` | `json.Marshal` of the result (`.inf`, `.nan`) | `error converting YAML to JSON: <message>` |
+///
+/// Only `Parse` problems carry a line in upstream's text. Its line is go-yaml's, counted from
+/// the document's own first line and, for most parser errors, one less than the line at fault;
+/// the line and message here are this parser's (the file's line, the real one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YamlStage {
+    Split,
+    Parse,
+    Decode,
+    Convert,
+    Marshal,
+}
+
+impl YamlError {
+    /// A problem found while reading the text.
+    pub fn syntax(line: usize, column: usize, message: impl Into<String>) -> YamlError {
+        YamlError {
+            line,
+            column,
+            message: message.into(),
+            stage: YamlStage::Parse,
+        }
+    }
+
+    /// The message upstream's `YAMLToJSONDecoder` returns for this problem (see [`YamlStage`]).
+    pub fn upstream_text(&self) -> String {
+        match self.stage {
+            YamlStage::Split => self.message.clone(),
+            _ => format!("error converting YAML to JSON: {}", self.sigs_yaml_text()),
+        }
+    }
+
+    /// The text of sigs.k8s.io/yaml's conversion error (what follows
+    /// `error converting YAML to JSON: `).
+    pub fn sigs_yaml_text(&self) -> String {
+        match self.stage {
+            YamlStage::Split | YamlStage::Convert | YamlStage::Marshal => self.message.clone(),
+            YamlStage::Parse => format!("yaml: line {}: {}", self.line, self.message),
+            YamlStage::Decode => format!("yaml: {}", self.message),
+        }
+    }
 }
 
 /// One `---`-separated chunk of a YAML stream.
@@ -103,17 +168,15 @@ impl<R: BufRead> DocumentSplitter<R> {
                 .read_until(b'\n', &mut self.line_buf)
                 .map_err(SplitError::Io)?;
             if text.len() + n > MAX_OBJECT_BYTES {
-                return Err(SplitError::Syntax(YamlError {
-                    line: if text.is_empty() {
+                return Err(SplitError::Syntax(YamlError::syntax(
+                    if text.is_empty() {
                         self.line + 1
                     } else {
                         first_line
                     },
-                    column: 1,
-                    message: format!(
-                        "YAML document is larger than the limit of {MAX_OBJECT_BYTES} bytes"
-                    ),
-                }));
+                    1,
+                    format!("YAML document is larger than the limit of {MAX_OBJECT_BYTES} bytes"),
+                )));
             }
             if n == 0 {
                 return Ok(if text.is_empty() {
@@ -138,6 +201,7 @@ impl<R: BufRead> DocumentSplitter<R> {
                         line: self.line,
                         column: 1,
                         message: format!("invalid Yaml document separator: {trimmed}"),
+                        stage: YamlStage::Split,
                     }));
                 }
                 if !text.is_empty() {
@@ -173,11 +237,7 @@ pub fn document_to_value(doc: &Document) -> Result<Option<Value>, YamlError> {
     let text = std::str::from_utf8(&doc.text).map_err(|e| {
         let before = &doc.text[..e.valid_up_to()];
         let line = before.iter().filter(|b| **b == b'\n').count();
-        YamlError {
-            line: doc.first_line + line,
-            column: 1,
-            message: "invalid UTF-8 in YAML document".into(),
-        }
+        YamlError::syntax(doc.first_line + line, 1, "invalid UTF-8 in YAML document")
     })?;
     let first_error = match convert_document(text, doc.first_line) {
         Ok(value) => return Ok(value),
@@ -256,8 +316,68 @@ fn convert_document(text: &str, first_line: usize) -> Result<Option<Value>, Yaml
         anchors: HashMap::new(),
         expanded: 0,
         size: 0,
+        later: LaterProblems::default(),
     };
-    b.document()
+    let value = b.document()?;
+    b.later.into_result(value)
+}
+
+/// Problems of the steps after parsing ([`YamlStage`]), kept until the whole document has
+/// parsed: a syntax error anywhere in it wins over them, as upstream runs each step over the
+/// whole document before the next.
+#[derive(Default)]
+struct LaterProblems {
+    /// The first go-yaml decoding problem, in document order (go-yaml stops at it).
+    decode: Option<YamlError>,
+    /// The first key sigs.k8s.io/yaml cannot turn into a string. Upstream walks a Go map, in
+    /// random order; the first in document order is reported here.
+    convert: Option<YamlError>,
+    /// Where non-finite numbers were read, in document order, with Go's name for them.
+    nonfinite: Vec<(usize, usize, &'static str)>,
+}
+
+impl LaterProblems {
+    fn into_result(self, value: Option<Value>) -> Result<Option<Value>, YamlError> {
+        if let Some(e) = self.decode.or(self.convert) {
+            return Err(e);
+        }
+        // json.Marshal walks keys in sorted order and fails at the first non-finite number
+        // still in the document (a later duplicate key may have replaced one).
+        let Some(name) = value.as_ref().and_then(first_nonfinite) else {
+            return Ok(value);
+        };
+        let (line, column) = self
+            .nonfinite
+            .iter()
+            .find(|(_, _, n)| *n == name)
+            .map_or((0, 0), |(l, c, _)| (*l, *c));
+        Err(YamlError {
+            line,
+            column,
+            message: format!("json: unsupported value: {name}"),
+            stage: YamlStage::Marshal,
+        })
+    }
+}
+
+/// Go's name of the first non-finite number of `v` in `json.Marshal` order.
+fn first_nonfinite(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Number(n) if !n.as_f64().is_finite() => Some(nonfinite_name(n.as_f64())),
+        Value::Array(items) => items.iter().find_map(first_nonfinite),
+        Value::Object(obj) => obj.iter().find_map(|(_, v)| first_nonfinite(v)),
+        _ => None,
+    }
+}
+
+fn nonfinite_name(f: f64) -> &'static str {
+    if f.is_nan() {
+        "NaN"
+    } else if f > 0.0 {
+        "+Inf"
+    } else {
+        "-Inf"
+    }
 }
 
 struct Builder<'a> {
@@ -271,6 +391,7 @@ struct Builder<'a> {
     /// [`NODE_OVERHEAD_BYTES`] per node, aliased copies counted in full. Bounded by
     /// [`MAX_OBJECT_BYTES`], like a document written out in full.
     size: usize,
+    later: LaterProblems,
 }
 
 /// A resolved mapping key: what go-yaml v2 produced before sigs.k8s.io/yaml stringifies it.
@@ -278,30 +399,45 @@ enum Key {
     Str(String),
     Merge,
     Value(Value),
+    /// A key go-yaml refuses (a list or a map); its problem is recorded, the pair is dropped.
+    Invalid,
 }
 
 impl<'a> Builder<'a> {
     fn next(&mut self) -> Result<(Event<'a>, granit_parser::Span), YamlError> {
         match self.parser.next_event() {
             Some(Ok(ev)) => Ok(ev),
-            Some(Err(e)) => Err(YamlError {
-                line: self.first_line + e.marker().line().saturating_sub(1),
-                column: e.marker().col() + 1,
-                message: e.info(),
-            }),
-            None => Err(YamlError {
-                line: self.first_line,
-                column: 1,
-                message: "unexpected end of YAML stream".into(),
-            }),
+            Some(Err(e)) => Err(YamlError::syntax(
+                self.first_line + e.marker().line().saturating_sub(1),
+                e.marker().col() + 1,
+                e.info(),
+            )),
+            None => Err(YamlError::syntax(
+                self.first_line,
+                1,
+                "unexpected end of YAML stream",
+            )),
         }
     }
 
     fn err_at(&self, span: &granit_parser::Span, message: impl Into<String>) -> YamlError {
-        YamlError {
-            line: self.first_line + span.start.line().saturating_sub(1),
-            column: span.start.col() + 1,
-            message: message.into(),
+        YamlError::syntax(
+            self.first_line + span.start.line().saturating_sub(1),
+            span.start.col() + 1,
+            message,
+        )
+    }
+
+    /// Records a problem of a later stage (the first of each stage is kept).
+    fn later_at(&mut self, span: &granit_parser::Span, stage: YamlStage, message: String) {
+        let mut e = self.err_at(span, message);
+        e.stage = stage;
+        let slot = match stage {
+            YamlStage::Decode => &mut self.later.decode,
+            _ => &mut self.later.convert,
+        };
+        if slot.is_none() {
+            *slot = Some(e);
         }
     }
 
@@ -344,8 +480,7 @@ impl<'a> Builder<'a> {
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
                 self.grow(text.len() + NODE_OVERHEAD_BYTES, &span)?;
-                let v = resolve_scalar(&text, style, tag.as_deref())
-                    .map_err(|m| self.err_at(&span, m))?;
+                let v = self.scalar(&text, style, tag.as_deref(), &span);
                 if anchor != 0 {
                     self.anchors.insert(anchor, (v.clone(), self.size - start));
                 }
@@ -409,12 +544,20 @@ impl<'a> Builder<'a> {
             let (vev, vspan) = self.next()?;
             let value = self.node(vev, vspan)?;
             match key {
-                Key::Merge => self.merge(value, &vspan, &mut pairs)?,
+                Key::Merge => self.merge(value, &vspan, &mut pairs),
                 Key::Str(k) => pairs.push((k, value)),
-                Key::Value(k) => {
-                    let k = stringify_key(&k).map_err(|m| self.err_at(&span, m))?;
-                    pairs.push((k, value));
-                }
+                Key::Value(k) => match stringify_key(&k) {
+                    Ok(k) => pairs.push((k, value)),
+                    Err(key) => self.later_at(
+                        &span,
+                        YamlStage::Convert,
+                        format!(
+                            "unsupported map key of type: {key}, value: {}",
+                            go_syntax(&value, false)
+                        ),
+                    ),
+                },
+                Key::Invalid => {}
             }
         }
         Ok(Value::Object(Object::from_pairs(pairs)))
@@ -430,8 +573,7 @@ impl<'a> Builder<'a> {
                     return Ok(Key::Merge);
                 }
                 self.grow(text.len() + NODE_OVERHEAD_BYTES, span)?;
-                let v = resolve_scalar(text, style, tag.as_deref())
-                    .map_err(|m| self.err_at(span, m))?;
+                let v = self.scalar(text, style, tag.as_deref(), span);
                 if anchor != 0 {
                     self.anchors
                         .insert(anchor, (v.clone(), text.len() + NODE_OVERHEAD_BYTES));
@@ -441,16 +583,13 @@ impl<'a> Builder<'a> {
                     other => Key::Value(other),
                 })
             }
-            Event::SequenceStart(..) | Event::MappingStart(..) => {
-                let _ = self.node(ev, *span)?;
-                Err(self.err_at(span, "invalid map key: a list or map cannot be a key"))
-            }
-            Event::Alias(_) => {
-                let v = self.node(ev, *span)?;
-                match v {
+            Event::SequenceStart(..) | Event::MappingStart(..) | Event::Alias(_) => {
+                match self.node(ev, *span)? {
                     Value::String(s) => Ok(Key::Str(s)),
-                    Value::Array(_) | Value::Object(_) => {
-                        Err(self.err_at(span, "invalid map key: a list or map cannot be a key"))
+                    v @ (Value::Array(_) | Value::Object(_)) => {
+                        let message = format!("invalid map key: {}", go_syntax(&v, false));
+                        self.later_at(span, YamlStage::Decode, message);
+                        Ok(Key::Invalid)
                     }
                     other => Ok(Key::Value(other)),
                 }
@@ -460,11 +599,11 @@ impl<'a> Builder<'a> {
     }
 
     fn merge(
-        &self,
+        &mut self,
         value: Value,
         span: &granit_parser::Span,
         pairs: &mut Vec<(String, Value)>,
-    ) -> Result<(), YamlError> {
+    ) {
         const WANT_MAP: &str = "map merge requires map or sequence of maps as the value";
         match value {
             Value::Object(obj) => pairs.extend(obj.into_entries()),
@@ -473,13 +612,40 @@ impl<'a> Builder<'a> {
                 for item in items.into_iter().rev() {
                     match item {
                         Value::Object(obj) => pairs.extend(obj.into_entries()),
-                        _ => return Err(self.err_at(span, WANT_MAP)),
+                        _ => return self.later_at(span, YamlStage::Decode, WANT_MAP.into()),
                     }
                 }
             }
-            _ => return Err(self.err_at(span, WANT_MAP)),
+            _ => self.later_at(span, YamlStage::Decode, WANT_MAP.into()),
         }
-        Ok(())
+    }
+
+    /// A scalar's value. A tag it does not fit is go-yaml's decoding problem (recorded; the
+    /// scalar reads as `null` meanwhile); a non-finite number is `json.Marshal`'s, found later
+    /// if the number is still in the document then.
+    fn scalar(
+        &mut self,
+        text: &str,
+        style: ScalarStyle,
+        tag: Option<&Tag>,
+        span: &granit_parser::Span,
+    ) -> Value {
+        match resolve_scalar(text, style, tag) {
+            Ok(v) => {
+                if let Value::Number(n) = &v
+                    && !n.as_f64().is_finite()
+                {
+                    let at = self.err_at(span, "");
+                    let name = nonfinite_name(n.as_f64());
+                    self.later.nonfinite.push((at.line, at.column, name));
+                }
+                v
+            }
+            Err(message) => {
+                self.later_at(span, YamlStage::Decode, message);
+                Value::Null
+            }
+        }
     }
 }
 
@@ -501,22 +667,78 @@ fn core_tag(tag: &Tag) -> Option<&str> {
     }
 }
 
-/// sigs.k8s.io/yaml's conversion of a non-string map key to a JSON object key.
+/// sigs.k8s.io/yaml's conversion of a non-string map key to a JSON object key. The error is
+/// the key's Go type and value as its message prints them (`%!s(<nil>), key: <nil>`).
 fn stringify_key(k: &Value) -> Result<String, String> {
     match k {
         Value::String(s) => Ok(s.clone()),
         Value::Bool(b) => Ok(if *b { "true" } else { "false" }.into()),
-        Value::Number(n) => match n.literal().parse::<i64>() {
-            Ok(i) if is_int_literal(n.literal()) => Ok(i.to_string()),
-            _ if is_int_literal(n.literal()) => Err(format!(
-                "unsupported map key of type: uint64, key: {}",
-                n.literal()
-            )),
-            _ => Ok(format_float32_g(n.as_f64())),
+        Value::Number(n) => match go_number(n) {
+            GoNumber::Int(i) => Ok(i.to_string()),
+            GoNumber::Uint(u) => Err(format!("uint64, key: {u:#x}")),
+            GoNumber::Float(f) => Ok(format_float32_g(f)),
         },
-        Value::Null => Err("unsupported map key of type: <nil>".into()),
+        Value::Null => Err("%!s(<nil>), key: <nil>".into()),
+        // go-yaml refuses these itself (`Key::Invalid`).
         Value::Array(_) | Value::Object(_) => {
-            Err("invalid map key: a list or map cannot be a key".into())
+            Err(format!("{}, key: {}", go_type_name(k), go_syntax(k, false)))
+        }
+    }
+}
+
+/// The Go type go-yaml v2 gives a number when decoding into `interface{}`.
+enum GoNumber {
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+}
+
+/// Integers keep their decimal text as literal ([`resolve_typed`]); anything else was a float.
+fn go_number(n: &Number) -> GoNumber {
+    let lit = n.literal();
+    if is_int_literal(lit) {
+        if let Ok(i) = lit.parse::<i64>() {
+            return GoNumber::Int(i);
+        }
+        if let Ok(u) = lit.parse::<u64>() {
+            return GoNumber::Uint(u);
+        }
+    }
+    GoNumber::Float(n.as_f64())
+}
+
+fn go_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[interface {}]interface {}",
+        _ => "interface {}",
+    }
+}
+
+/// A go-yaml value as Go's `%#v` prints it (`map[interface {}]interface {}{"a":1}`), for the
+/// messages that quote one. `nested` values are inside a list or map, where a nil prints as
+/// `interface {}(nil)`. Keys are the already stringified ones, in sorted order.
+fn go_syntax(v: &Value, nested: bool) -> String {
+    match v {
+        Value::Null if nested => "interface {}(nil)".into(),
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match go_number(n) {
+            GoNumber::Int(i) => i.to_string(),
+            GoNumber::Uint(u) => format!("{u:#x}"),
+            GoNumber::Float(f) => format_float64_g(f),
+        },
+        Value::String(s) => go_quote(s),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(|i| go_syntax(i, true)).collect();
+            format!("{}{{{}}}", go_type_name(v), items.join(", "))
+        }
+        Value::Object(obj) => {
+            let entries: Vec<String> = obj
+                .iter()
+                .map(|(k, v)| format!("{}:{}", go_quote(k), go_syntax(v, true)))
+                .collect();
+            format!("{}{{{}}}", go_type_name(v), entries.join(", "))
         }
     }
 }
@@ -568,22 +790,7 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<V
 }
 
 fn resolve_plain(text: &str) -> Result<Value, String> {
-    let (_, v) = resolve_typed(text);
-    if let Value::Number(n) = &v
-        && !n.as_f64().is_finite()
-    {
-        return Err(format!(
-            "json: unsupported value: {}",
-            if n.as_f64().is_nan() {
-                "NaN"
-            } else if n.as_f64() > 0.0 {
-                "+Inf"
-            } else {
-                "-Inf"
-            }
-        ));
-    }
-    Ok(v)
+    Ok(resolve_typed(text).1)
 }
 
 /// The YAML 1.1 type go-yaml v2 infers for `text`, with its value. Non-finite floats are
@@ -952,6 +1159,44 @@ mod tests {
         // In YAML 1.1 a plain `y` is a boolean, also as a key.
         assert_eq!(canon("y: 1\n"), r#"{"true":1}"#);
         assert!(err("a: {<<: 1}\n").message.contains("map merge requires"));
+    }
+
+    /// Messages and precedence recorded from sigs.k8s.io/yaml v1.6.0 (the syntax error's text
+    /// and line are this parser's; go-yaml says `line 2: did not find expected ',' or '}'`).
+    #[test]
+    fn later_steps_report_in_upstreams_order_and_words() {
+        let text = |y: &str| err(y).upstream_text();
+        assert_eq!(
+            text("a: .inf\nb: {c: 1\n"),
+            "error converting YAML to JSON: yaml: line 2: unclosed bracket '{'"
+        );
+        assert_eq!(
+            text("a: .inf\nz:\n  ~: 1\n"),
+            "error converting YAML to JSON: unsupported map key of type: %!s(<nil>), key: <nil>, value: 1"
+        );
+        assert_eq!(
+            text("b: !!int abc\nz:\n  ~: 1\n"),
+            "error converting YAML to JSON: yaml: cannot decode !!str `abc` as a !!int"
+        );
+        assert_eq!(
+            text("b: .inf\na: [-.inf]\n"),
+            "error converting YAML to JSON: json: unsupported value: -Inf"
+        );
+        assert_eq!(err("b: .inf\na: [-.inf]\n").line, 2);
+        assert_eq!(
+            text("a: {? {b: [1, x, null]} : 1}\n"),
+            "error converting YAML to JSON: yaml: invalid map key: map[interface {}]interface {}{\"b\":[]interface {}{1, \"x\", interface {}(nil)}}"
+        );
+        assert_eq!(
+            text("a:\n  -9223372036854775808: 1\n  9223372036854775808: {x: 1.5e6}\n"),
+            "error converting YAML to JSON: unsupported map key of type: uint64, key: 0x8000000000000000, value: map[interface {}]interface {}{\"x\":1.5e+06}"
+        );
+        // A number beyond int64 and uint64 is a float64 key, not a uint64 one.
+        assert_eq!(canon("-9223372036854775809: 1\n"), r#"{"-9.223372e+18":1}"#);
+        // An infinity a later duplicate key replaced is no problem.
+        assert_eq!(canon("a: .inf\na: 1\n"), r#"{"a":1}"#);
+        assert_eq!(canon("a: !!float .inf\na: 2\n"), r#"{"a":2}"#);
+        assert!(err("a: !!float .inf\n").message.contains("+Inf"));
     }
 
     #[test]

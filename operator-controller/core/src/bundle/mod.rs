@@ -11,9 +11,10 @@
 //! 1. `metadata/annotations.yaml` gives the package name (its absence is an error; an empty name
 //!    is left to the validators).
 //! 2. `manifests/` is read in lexical order; a subdirectory stops the walk with upstream's
-//!    message. Each file is a YAML or JSON stream ([`manifest`]); every object is classified by
-//!    `kind` alone: `ClusterServiceVersion` (when several, the last one read wins, as upstream),
-//!    `CustomResourceDefinition`, or one of the "other" objects.
+//!    message. Each file is a YAML or JSON stream read as upstream's reader reads it
+//!    ([`manifest`], with its metadata check, [`object_meta`]); every object is classified by
+//!    `kind` alone as it is read: `ClusterServiceVersion` (when several, the last one read wins,
+//!    as upstream), `CustomResourceDefinition`, or one of the "other" objects.
 //! 3. No CSV at all is an error.
 //! 4. `metadata/properties.yaml` is merged into the CSV's `olm.properties` annotation
 //!    ([`properties`]).
@@ -24,7 +25,9 @@
 //! naming the file and the CRD.
 
 pub mod csv;
+pub mod document;
 pub mod manifest;
+pub mod object_meta;
 pub mod properties;
 pub mod validate;
 
@@ -179,19 +182,10 @@ pub enum BundleError {
         go_quote(.0)
     )]
     Subdirectory(String),
+    /// A manifest file upstream's reader refuses, or an object in it that does not decode into
+    /// its Go type ([`manifest`]); also a `v1beta1` CRD (this project's one difference).
     #[error("error parsing objects in {}: {message}", go_quote(.path))]
     Manifest { path: String, message: String },
-    #[error(
-        "error parsing objects in {}: CustomResourceDefinition {} has apiVersion {}; only apiextensions.k8s.io/v1 CustomResourceDefinitions are supported",
-        go_quote(.path),
-        go_quote(.name),
-        go_quote(.api_version)
-    )]
-    UnsupportedCrdVersion {
-        path: String,
-        name: String,
-        api_version: String,
-    },
     #[error("no ClusterServiceVersion found in \"manifests\"")]
     NoCsv,
     #[error("failed to unmarshal csv.metadata.annotations['olm.properties']: {0}")]
@@ -234,12 +228,8 @@ pub fn parse(fs: &BundleFs) -> Result<RegistryV1Bundle, BundleError> {
             FsEntry::Dir => return Err(BundleError::Subdirectory(path.to_owned())),
             FsEntry::File(bytes) => bytes,
         };
-        let objects =
-            manifest::parse_objects(path, bytes).map_err(|message| BundleError::Manifest {
-                path: path.to_owned(),
-                message,
-            })?;
-        for object in objects {
+        // Upstream's visitor: objects are classified by `kind` alone, as they are read.
+        let mut visit = |object: Map<String, Value>| -> Result<(), String> {
             let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
             match kind {
                 "ClusterServiceVersion" => {
@@ -248,21 +238,23 @@ pub fn parse(fs: &BundleFs) -> Result<RegistryV1Bundle, BundleError> {
                         &Value::Object(object),
                         Mode::Unstructured,
                     )
-                    .map_err(|e| BundleError::Manifest {
-                        path: path.to_owned(),
-                        message: e.to_string(),
-                    })?;
+                    .map_err(|e| e.to_string())?;
                     csv_value = Some(value);
                 }
-                "CustomResourceDefinition" => {
-                    crds.push(parse_crd(path, object)?);
-                }
+                "CustomResourceDefinition" => crds.push(parse_crd(path, object)?),
                 _ => others.push(OtherObject {
                     source: path.to_owned(),
                     object,
                 }),
             }
-        }
+            Ok(())
+        };
+        manifest::visit_objects(path, bytes, &mut visit).map_err(|message| {
+            BundleError::Manifest {
+                path: path.to_owned(),
+                message,
+            }
+        })?;
     }
     let csv_value = csv_value.ok_or(BundleError::NoCsv)?;
     let mut csv = Csv::from_value(csv_value).map_err(|message| BundleError::Manifest {
@@ -289,7 +281,9 @@ pub fn parse(fs: &BundleFs) -> Result<RegistryV1Bundle, BundleError> {
     })
 }
 
-fn parse_crd(path: &str, object: Map<String, Value>) -> Result<Crd, BundleError> {
+/// A CRD as upstream's Go type reads it; a `v1beta1` one is refused (upstream would decode it
+/// into the `v1` type and drop what only `v1beta1` has).
+fn parse_crd(path: &str, object: Map<String, Value>) -> Result<Crd, String> {
     let api_version = object
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -302,21 +296,18 @@ fn parse_crd(path: &str, object: Map<String, Value>) -> Result<Crd, BundleError>
         .unwrap_or("")
         .to_owned();
     if api_version != "apiextensions.k8s.io/v1" {
-        return Err(BundleError::UnsupportedCrdVersion {
-            path: path.to_owned(),
-            name,
-            api_version,
-        });
+        return Err(format!(
+            "CustomResourceDefinition {} has apiVersion {}; only apiextensions.k8s.io/v1 CustomResourceDefinitions are supported",
+            go_quote(&name),
+            go_quote(&api_version)
+        ));
     }
     let value = gotype::round_trip(
         "CustomResourceDefinition",
         &Value::Object(object),
         Mode::Unstructured,
     )
-    .map_err(|e| BundleError::Manifest {
-        path: path.to_owned(),
-        message: e.to_string(),
-    })?;
+    .map_err(|e| e.to_string())?;
     Ok(Crd {
         name,
         source: path.to_owned(),
@@ -327,9 +318,10 @@ fn parse_crd(path: &str, object: Map<String, Value>) -> Result<Crd, BundleError>
 /// `yaml.Unmarshal(annotations.yaml, &registry.AnnotationsFile{})`.
 fn parse_annotations(bytes: &[u8]) -> Result<BundleAnnotations, BundleError> {
     use olm_api::fbc::yaml::{DocumentSplitter, SplitError, document_to_value};
-    let yaml_err = |line: usize, message: &str| {
+    let yaml_err = |e: &olm_api::fbc::yaml::YamlError| {
         BundleError::Annotations(format!(
-            "error converting YAML to JSON: yaml: line {line}: {message}"
+            "error converting YAML to JSON: {}",
+            e.sigs_yaml_text()
         ))
     };
     let mut splitter = DocumentSplitter::new(bytes, 1);
@@ -337,9 +329,9 @@ fn parse_annotations(bytes: &[u8]) -> Result<BundleAnnotations, BundleError> {
         Ok(Some(doc)) => doc,
         Ok(None) => return Ok(BundleAnnotations::default()),
         Err(SplitError::Io(e)) => return Err(BundleError::Annotations(e.to_string())),
-        Err(SplitError::Syntax(e)) => return Err(yaml_err(e.line, &e.message)),
+        Err(SplitError::Syntax(e)) => return Err(yaml_err(&e)),
     };
-    let value = document_to_value(&doc).map_err(|e| yaml_err(e.line, &e.message))?;
+    let value = document_to_value(&doc).map_err(|e| yaml_err(&e))?;
     let value = value.map(manifest::from_go).unwrap_or(Value::Null);
     let type_error = |what: &str, field: &str, got: &Value| {
         BundleError::Annotations(format!(

@@ -27,7 +27,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::BundleError;
-use super::manifest::from_go;
+use super::document::{Node, go_json_number_text};
 use crate::gotype::encode::{compact_html, write_string_html};
 
 /// The annotation key.
@@ -160,17 +160,13 @@ fn parse_properties_yaml(
         Err(SplitError::Io(e)) => return Err(e.to_string()),
         Err(SplitError::Syntax(e)) => {
             return Err(format!(
-                "error converting YAML to JSON: yaml: line {}: {}",
-                e.line, e.message
+                "error converting YAML to JSON: {}",
+                e.sigs_yaml_text()
             ));
         }
     };
-    let value = document_to_value(&doc).map_err(|e| {
-        format!(
-            "error converting YAML to JSON: yaml: line {}: {}",
-            e.line, e.message
-        )
-    })?;
+    let value = document_to_value(&doc)
+        .map_err(|e| format!("error converting YAML to JSON: {}", e.sigs_yaml_text()))?;
     let Some(value) = value else {
         return Ok(Vec::new());
     };
@@ -243,11 +239,8 @@ fn parse_properties_yaml(
                 ));
             }
         }
-        let value = value.map(|v| {
-            let mut buf = Vec::new();
-            crate::gotype::encode::write_value_html(&from_go(v), &mut buf);
-            String::from_utf8_lossy(&buf).into_owned()
-        });
+        // The value stays raw JSON upstream (`json.RawMessage`): the text sigs.k8s.io/yaml wrote.
+        let value = value.map(|v| Node::from_yaml(v).marshal());
         out.push(RawProperty { type_, value });
     }
     Ok(out)
@@ -268,12 +261,7 @@ fn go_kind(v: &gojson::Value) -> &'static str {
 fn changed_numbers(v: &gojson::Value, out: &mut Vec<(String, String)>) {
     match v {
         gojson::Value::Number(n) => {
-            let mut written = Vec::new();
-            crate::gotype::encode::write_value_html(
-                &from_go(gojson::Value::Number(n.clone())),
-                &mut written,
-            );
-            let written = String::from_utf8_lossy(&written).into_owned();
+            let written = go_json_number_text(n);
             if written != n.literal() {
                 out.push((n.literal().to_owned(), written));
             }
