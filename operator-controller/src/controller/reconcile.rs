@@ -656,25 +656,9 @@ async fn pipeline(
             desired: &desired,
             previous: &previous,
         };
-        let request_digest = last_apply::request_digest(&request);
-        let outcome = match ctx
-            .last_applies
-            .unchanged(&name, request_digest, &ctx.drift)
-        {
-            Some(outcome) => {
-                tracing::debug!(extension = %name, "objects as the last apply left them; not applying again");
-                outcome
-            }
-            None => {
-                let outcome = ctx
-                    .applier
-                    .apply(&request)
-                    .await
-                    .map_err(|e| wrap(e.into()))?;
-                ctx.last_applies.record(&name, request_digest, &outcome);
-                outcome
-            }
-        };
+        let outcome = apply_unless_unchanged(ctx, &request)
+            .await
+            .map_err(|e| wrap(e.into()))?;
         ctx.set_rendered(&name, Some((inputs, rendered_version)));
         outcome
     } else {
@@ -866,25 +850,28 @@ async fn maintain(
         desired: &desired,
         previous: &previous,
     };
-    let request_digest = last_apply::request_digest(&request);
-    let outcome = match ctx
-        .last_applies
-        .unchanged(&owner.name, request_digest, &ctx.drift)
-    {
-        Some(outcome) => outcome,
-        None => {
-            let outcome = ctx
-                .applier
-                .apply(&request)
-                .await
-                .map_err(|e| wrap(e.into()))?;
-            ctx.last_applies
-                .record(&owner.name, request_digest, &outcome);
-            outcome
-        }
-    };
+    let outcome = apply_unless_unchanged(ctx, &request)
+        .await
+        .map_err(|e| wrap(e.into()))?;
     after_apply(ctx, &owner.name, &outcome, findings).await;
     Ok(())
+}
+
+/// Applies a release that is already recorded (drift repair), unless the drift watches show
+/// its objects exactly as the last identical apply left them ([`last_apply`]).
+async fn apply_unless_unchanged(
+    ctx: &Context,
+    request: &ApplyRequest<'_>,
+) -> Result<crate::apply::ApplyOutcome, crate::apply::ApplyError> {
+    let name = &request.owner.name;
+    let request_digest = last_apply::request_digest(request);
+    if let Some(outcome) = ctx.last_applies.unchanged(name, request_digest, &ctx.drift) {
+        tracing::debug!(extension = %name, "objects as the last apply left them; not applying again");
+        return Ok(outcome);
+    }
+    let outcome = ctx.applier.apply(request).await?;
+    ctx.last_applies.record(name, request_digest, &outcome);
+    Ok(outcome)
 }
 
 /// The built-in provider's Secrets and CA bundles for the objects about to be applied (only
