@@ -21,8 +21,9 @@ pub const KWOK_NODE_SELECTOR: &str = "kwok.x-k8s.io/node=fake";
 
 /// kube-controller-manager controllers the tests rely on: garbage collection by ownerReference,
 /// namespace deletion, Deployments becoming Available, service accounts and their tokens, the
-/// `kube-root-ca.crt` ConfigMap, ClusterRole aggregation, and the other workload controllers a
-/// bundle may use. Controllers that need a cloud, a kubelet or a CSR signing key are left out.
+/// `kube-root-ca.crt` ConfigMap, ClusterRole aggregation, ValidatingAdmissionPolicy type-checking
+/// status (upstream's acceptance suite reads it), and the other workload controllers a bundle may
+/// use. Controllers that need a cloud, a kubelet or a CSR signing key are left out.
 pub const CONTROLLERS: &[&str] = &[
     "clusterrole-aggregation-controller",
     "cronjob-controller",
@@ -39,6 +40,7 @@ pub const CONTROLLERS: &[&str] = &[
     "serviceaccount-token-controller",
     "statefulset-controller",
     "ttl-after-finished-controller",
+    "validatingadmissionpolicy-status-controller",
 ];
 
 /// Where each file of a control plane lives inside its scratch directory.
