@@ -49,6 +49,8 @@ pub enum Command {
     /// --leader-elect) writes status and finalizers.
     #[command(after_help = EXIT_STATUS_HELP)]
     Run(Box<cmd::run::Args>),
+    /// Print the version (upstream's `version` command).
+    Version,
 }
 
 /// Runs the parsed command with the process's stdout and stderr.
@@ -63,6 +65,10 @@ pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
         Command::Validate(args) => cmd::validate::run(&args, out, err),
         Command::Serve(args) => cmd::serve::run(args, err),
         Command::Run(args) => cmd::run::run_from_args(*args, err),
+        Command::Version => {
+            let _ = writeln!(out, "catalogd {}", env!("CARGO_PKG_VERSION"));
+            Exit::Ok
+        }
     }
 }
 
@@ -90,23 +96,31 @@ mod tests {
         let Command::Run(args) = cli.command else {
             panic!("run");
         };
-        let opts = cmd::run::RunOptions::from_args(*args);
-        assert_eq!(opts.metrics_addr, Some(([0, 0, 0, 0], 7443).into()));
+        let opts = cmd::run::RunOptions::from_args(*args).expect("valid");
+        // Upstream: no certificate, no metrics listener.
+        assert!(opts.metrics.is_none());
+        assert_eq!(opts.webhook_addr, None);
+        assert!(opts.metas, "our default serves /metas");
         assert_eq!(opts.gc_interval, std::time::Duration::from_secs(12 * 3600));
-        let cli = Cli::try_parse_from([
-            "catalogd",
+        let cli = Cli::try_parse_from(olm_runtime::flags::with_default_mode(
+            [
+                "catalogd",
+                "--tls-cert=/c",
+                "--tls-key=/k",
+                "--gc-interval",
+                "1h30m",
+            ]
+            .map(Into::into)
+            .to_vec(),
             "run",
-            "--metrics-bind-address",
-            "0",
-            "--gc-interval",
-            "1h30m",
-        ])
+        ))
         .expect("parses");
         let Command::Run(args) = cli.command else {
             panic!("run");
         };
-        let opts = cmd::run::RunOptions::from_args(*args);
-        assert_eq!(opts.metrics_addr, None);
+        let opts = cmd::run::RunOptions::from_args(*args).expect("valid");
+        assert_eq!(opts.metrics.map(|m| m.0), Some(([0, 0, 0, 0], 7443).into()));
+        assert_eq!(opts.webhook_addr, Some(([0, 0, 0, 0], 9443).into()));
         assert_eq!(opts.gc_interval, std::time::Duration::from_secs(5400));
     }
 

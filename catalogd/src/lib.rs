@@ -8,3 +8,4 @@ pub mod ingest;
 pub mod metrics;
 pub mod server;
 pub mod storage;
+pub mod webhook;

@@ -6,6 +6,8 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     // clap exits with 2 on usage errors and 0 after --help or --version.
-    let cli = catalogd::cli::Cli::parse();
+    // Upstream's command line names no mode: flags first mean `run`.
+    let args = olm_runtime::flags::with_default_mode(std::env::args_os().collect(), "run");
+    let cli = catalogd::cli::Cli::parse_from(args);
     catalogd::cli::run(cli).into()
 }

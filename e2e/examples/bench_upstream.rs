@@ -690,7 +690,9 @@ async fn start_catalogd(
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(common)
-            .args(["--metrics-bind-address", "0"])
+            // Metrics on, over HTTPS with the shared certificate, as upstream's side runs.
+            .arg(format!("--metrics-bind-address=127.0.0.1:{}", free_port()))
+            .args(["--webhook-server-port", &free_port().to_string()])
             .args(["--insecure-registries", &registry.host()])
             .env("RUST_LOG", "info"),
         Side::Upstream => {
@@ -744,7 +746,10 @@ async fn start_operator_controller(
         Side::Ours => Spec::new("operator-controller", bin, logs)
             .arg("run")
             .args(common)
-            .args(["--metrics-bind-address", "0"])
+            // Metrics on, over HTTPS with the shared certificate, as upstream's side runs.
+            .arg(format!("--metrics-bind-address=127.0.0.1:{}", free_port()))
+            .arg(format!("--tls-cert={}", tls.cert.display()))
+            .arg(format!("--tls-key={}", tls.key.display()))
             .args(["--insecure-registries", &registry.host()])
             .arg("--openshift=false")
             .env("RUST_LOG", "info"),

@@ -317,7 +317,6 @@ async fn start_operator_controller(registry: &Registry) -> (Supervised, tempfile
         .args(["--system-namespace", SYSTEM_NAMESPACE])
         .arg("--cache-path")
         .arg(scratch.path().join("cache"))
-        .args(["--metrics-bind-address", "0"])
         .args([
             "--health-probe-bind-address",
             &format!("127.0.0.1:{health}"),

@@ -25,6 +25,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use olm_api::fbc::walk_metas_dir;
 use olm_api::v1::{ClusterCatalog, ConditionType, find_condition};
 use olm_image::push::PushedImage;
+use olm_runtime::server::TlsFiles;
 use olm_runtime::shutdown::CancellationToken;
 use serde_json::json;
 
@@ -94,8 +95,10 @@ pub struct Catalogd {
     pub instance: String,
     /// `http://127.0.0.1:PORT` of the content server.
     pub content_root: String,
-    /// `http://127.0.0.1:PORT` of `/healthz`, `/readyz` and `/metrics`.
+    /// `http://127.0.0.1:PORT` of `/healthz` and `/readyz`.
     pub health_root: String,
+    /// The in-process tier's metrics listener (HTTPS, for the metrics reader only).
+    pub metrics_tls: Option<crate::metrics::MetricsTls>,
     _logs: tempfile::TempDir,
     _cache: Option<tempfile::TempDir>,
 }
@@ -117,6 +120,7 @@ struct Setup {
     /// What `status.urls.base` names.
     external_address: String,
     health: SocketAddr,
+    metrics_tls: crate::metrics::MetricsTls,
     cache: PathBuf,
     owned_cache: Option<tempfile::TempDir>,
     scratch: tempfile::TempDir,
@@ -132,7 +136,9 @@ impl Setup {
             }
         };
         let content = loopback(opts.content_port.unwrap_or_else(free_port));
+        let scratch = tempfile::tempdir().expect("a scratch directory");
         Setup {
+            metrics_tls: crate::metrics::MetricsTls::new(scratch.path()),
             content,
             external_address: opts
                 .external_address
@@ -141,13 +147,15 @@ impl Setup {
             health: loopback(free_port()),
             cache,
             owned_cache,
-            scratch: tempfile::tempdir().expect("a scratch directory"),
+            scratch,
         }
     }
 
     /// The started catalogd, once ready.
     async fn ready(self, runner: Runner, instance: String) -> Catalogd {
+        let metrics_tls = matches!(runner, Runner::InProcess { .. }).then_some(self.metrics_tls);
         let catalogd = Catalogd {
+            metrics_tls,
             runner,
             instance,
             content_root: format!("http://{}", self.content),
@@ -180,7 +188,7 @@ impl Catalogd {
             .args(["--external-address", &setup.external_address])
             .arg("--cache-dir")
             .arg(&setup.cache)
-            .args(["--metrics-bind-address", "0"])
+            .args(["--webhook-server-port", "0"])
             .args(["--health-probe-bind-address", &setup.health.to_string()])
             .args(["--insecure-registries", &opts.registry.host()])
             .args(["--poll-interval-unit", "1s"])
@@ -221,9 +229,19 @@ impl Catalogd {
             external_address: setup.external_address.clone(),
             cache_dir: setup.cache.clone(),
             tls: None,
+            tls_profile: Default::default(),
             limits: olm_runtime::server::ServerLimits::default(),
-            metrics_addr: None,
+            metrics: Some((
+                setup.metrics_tls.addr,
+                TlsFiles {
+                    cert: setup.metrics_tls.cert.clone(),
+                    key: setup.metrics_tls.key.clone(),
+                },
+            )),
             health_addr: Some(setup.health),
+            pprof_addr: None,
+            webhook_addr: None,
+            metas: true,
             leader_elect: opts.leader_election_namespace.is_some(),
             leader_election_namespace: opts
                 .leader_election_namespace

@@ -436,7 +436,6 @@ async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
         .args(["--external-address", &format!("127.0.0.1:{content}")])
         .arg("--cache-dir")
         .arg(cp.work_dir().join("catalogd-cache"))
-        .args(["--metrics-bind-address", &format!("127.0.0.1:{health}")])
         .args([
             "--health-probe-bind-address",
             &format!("127.0.0.1:{health}"),
@@ -448,13 +447,13 @@ async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
     wait_controller_ready(env, |env| env.catalogd.as_ref(), step).await?;
     if let Some(catalogd) = env.catalogd.as_ref() {
         println!(
-            "olm-dev-env: catalogd (pid {}) serving on 127.0.0.1:{content}, metrics and health on 127.0.0.1:{health}; log {}",
+            "olm-dev-env: catalogd (pid {}) serving on 127.0.0.1:{content}, health probes on 127.0.0.1:{health}; log {}",
             catalogd.pid().unwrap_or_default(),
             catalogd.log_path().display()
         );
     }
     env.try_commands.push(format!(
-        "curl -s http://127.0.0.1:{health}/metrics | grep catalogd_"
+        "curl -s http://127.0.0.1:{health}/readyz  # catalogd"
     ));
     env.catalogd_url = Some(format!("http://127.0.0.1:{content}"));
     Ok(())
@@ -657,7 +656,6 @@ async fn start_operator_controller(env: &mut DevEnv) -> Result<(), DevEnvError> 
         .arg(cp.kubeconfig_path())
         .arg("--cache-path")
         .arg(cp.work_dir().join("operator-controller-cache"))
-        .args(["--metrics-bind-address", &format!("127.0.0.1:{health}")])
         .args([
             "--health-probe-bind-address",
             &format!("127.0.0.1:{health}"),
@@ -669,13 +667,13 @@ async fn start_operator_controller(env: &mut DevEnv) -> Result<(), DevEnvError> 
     wait_controller_ready(env, |env| env.operator_controller.as_ref(), step).await?;
     if let Some(controller) = env.operator_controller.as_ref() {
         println!(
-            "olm-dev-env: operator-controller (pid {}), metrics and health on 127.0.0.1:{health}; log {}",
+            "olm-dev-env: operator-controller (pid {}), health probes on 127.0.0.1:{health}; log {}",
             controller.pid().unwrap_or_default(),
             controller.log_path().display()
         );
     }
     env.try_commands.push(format!(
-        "curl -s http://127.0.0.1:{health}/metrics | grep operator_controller_"
+        "curl -s http://127.0.0.1:{health}/readyz  # operator-controller"
     ));
     Ok(())
 }

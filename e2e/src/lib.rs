@@ -24,6 +24,7 @@ pub mod dev_env;
 pub mod eventually;
 pub mod images;
 pub mod kubectl;
+pub mod metrics;
 pub mod operator_controller;
 pub mod process;
 pub mod registry;
@@ -33,6 +34,7 @@ pub mod skip;
 pub mod sockets;
 pub mod stalling_proxy;
 pub mod test_env;
+pub mod upstream_manifest;
 pub mod workdir;
 
 pub use control_plane::{ControlPlane, Tier};

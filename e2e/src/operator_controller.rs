@@ -67,8 +67,10 @@ pub struct OperatorController {
     process: Supervised,
     pub instance: String,
     pub system_namespace: String,
-    /// `http://127.0.0.1:PORT` of `/healthz`, `/readyz` and `/metrics`.
+    /// `http://127.0.0.1:PORT` of `/healthz` and `/readyz`.
     pub health_root: String,
+    /// The metrics listener (HTTPS, for the metrics reader only): see [`OperatorController::metrics`].
+    pub metrics_tls: crate::metrics::MetricsTls,
     _logs: tempfile::TempDir,
     _cache: Option<tempfile::TempDir>,
 }
@@ -82,6 +84,11 @@ pub fn free_port() -> u16 {
 }
 
 impl OperatorController {
+    /// The `/metrics` text, read over HTTPS as a ServiceAccount allowed `get` on `/metrics`.
+    pub async fn metrics(&self) -> String {
+        crate::metrics::read(&self.metrics_tls).await
+    }
+
     /// Starts the binary and waits until it is ready.
     pub async fn start(opts: Options<'_>) -> OperatorController {
         let env = crate::shared().await;
@@ -99,6 +106,7 @@ impl OperatorController {
             }
         };
         let health = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let metrics_tls = crate::metrics::MetricsTls::new(logs.path());
         let kubeconfig = opts
             .kubeconfig
             .clone()
@@ -110,7 +118,7 @@ impl OperatorController {
             .args(["--system-namespace", &opts.system_namespace])
             .arg("--cache-path")
             .arg(&cache)
-            .args(["--metrics-bind-address", "0"])
+            .args(metrics_tls.flags())
             .args(["--health-probe-bind-address", &health.to_string()])
             .args(["--insecure-registries", &opts.registry.host()])
             .args([
@@ -133,6 +141,7 @@ impl OperatorController {
             instance: opts.instance,
             system_namespace: opts.system_namespace,
             health_root: format!("http://{health}"),
+            metrics_tls,
             _logs: logs,
             _cache: owned_cache,
         };

@@ -413,7 +413,7 @@ fn free_port() -> std::io::Result<u16> {
 }
 
 /// (CA PEM, serving certificate PEM, serving key PEM) for 127.0.0.1 and localhost.
-fn throwaway_tls() -> Result<(String, String, String), String> {
+pub fn throwaway_tls() -> Result<(String, String, String), String> {
     use rcgen::{
         BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
     };

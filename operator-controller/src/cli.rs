@@ -49,6 +49,8 @@ pub enum Command {
     /// configuration, 2 for usage errors, 3 when the image cannot be pulled.
     #[command(after_help = EXIT_STATUS_HELP)]
     Render(cmd::render::RenderArgs),
+    /// Print the version (upstream's `version` command).
+    Version,
 }
 
 /// Runs the parsed command with the process's stdout and stderr.
@@ -64,6 +66,10 @@ pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
         Command::Resolve(args) => cmd::resolve::run(&args, out, err),
         Command::CrdUpgradeCheck(args) => cmd::crd_upgrade_check::run(&args, out, err),
         Command::Render(args) => cmd::render::run(&args, out, err),
+        Command::Version => {
+            let _ = writeln!(out, "operator-controller {}", env!("CARGO_PKG_VERSION"));
+            Exit::Ok
+        }
     }
 }
 

@@ -156,6 +156,41 @@ async fn http_content_equals_the_directory_source_for_real_packages() {
     );
 }
 
+/// A catalogd that does not serve `/metas` (upstream's standard configuration:
+/// `APIV1MetasHandler=false`) is read through `/all`, with the same content, package names
+/// included.
+#[tokio::test]
+async fn without_metas_the_content_comes_from_all() {
+    let dir = community_package_dir("infinispan");
+    let root = tempfile::tempdir().unwrap();
+    let storage = Storage::open(root.path()).unwrap();
+    ingest_dir(&storage, "community", "sha256:test", &dir).unwrap();
+    let seen = Arc::new(Seen::default());
+    let app = catalogd::http::router_with_metas(storage, Metrics::new(), false)
+        .layer(axum::middleware::from_fn_with_state(seen.clone(), record));
+    let addr = serve(app).await;
+    let url = Url::parse(&format!("http://{addr}/catalogs/community")).unwrap();
+    let client = CatalogdClient::new(fast_options()).unwrap();
+    let over_all = client
+        .package(&endpoint("community", &url, None), "infinispan")
+        .await
+        .unwrap();
+    let from_dir = DirSource::open(&dir)
+        .unwrap()
+        .package("infinispan")
+        .unwrap();
+    assert_eq!(summary(&over_all), summary(&from_dir));
+    assert_eq!(over_all.bundles().len(), 49);
+    let names = client.package_names(&url).await.unwrap();
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), ["infinispan"]);
+    let log = seen.log.lock().unwrap();
+    let statuses: Vec<&str> = log.iter().map(|(uri, _, _)| uri.as_str()).collect();
+    assert!(
+        log.iter().any(|(uri, _, _)| uri.ends_with("/api/v1/all")),
+        "{statuses:?}"
+    );
+}
+
 /// One package's directory of the community tree (a small catalog of its own).
 fn community_package_dir(name: &str) -> std::path::PathBuf {
     testdata("catalogs/community-operators-prod/catalogs/v4.22").join(name)

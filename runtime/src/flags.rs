@@ -31,8 +31,70 @@ pub fn optional_listen_address(s: &str) -> Result<OptionalListenAddress, String>
     }
 }
 
+/// Where a pod's namespace is mounted (upstream's `podNamespace`).
+pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str =
+    "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+/// The system namespace outside a pod (upstream's default).
+pub const DEFAULT_SYSTEM_NAMESPACE: &str = "olmv1-system";
+
+/// The system namespace: the flag (or $POD_NAMESPACE, which clap reads into it), else the pod's
+/// namespace file as upstream reads it, else [`DEFAULT_SYSTEM_NAMESPACE`].
+pub fn system_namespace(flag: Option<String>) -> String {
+    flag.filter(|n| !n.is_empty())
+        .or_else(|| {
+            olm_api::regular_file::read_regular(
+                std::path::Path::new(SERVICE_ACCOUNT_NAMESPACE_FILE),
+                4096,
+            )
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| DEFAULT_SYSTEM_NAMESPACE.to_owned())
+}
+
+/// The arguments with `default` inserted as the mode when upstream's command line names none:
+/// no arguments at all, or flags first (`/operator-controller --leader-elect ...`). `--help` and
+/// `--version` alone keep their meaning.
+pub fn with_default_mode(args: Vec<std::ffi::OsString>, default: &str) -> Vec<std::ffi::OsString> {
+    let first = args.get(1).and_then(|a| a.to_str()).map(str::to_owned);
+    let insert = match first.as_deref() {
+        None => true,
+        Some("-h" | "--help" | "-V" | "--version") => false,
+        Some(a) => a.starts_with('-'),
+    };
+    if !insert {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len() + 1);
+    let mut it = args.into_iter();
+    out.extend(it.next());
+    out.push(default.into());
+    out.extend(it);
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn upstream_command_lines_get_the_controller_mode() {
+        let v = |a: &[&str]| a.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert_eq!(with_default_mode(v(&["/x"]), "run"), v(&["/x", "run"]));
+        assert_eq!(
+            with_default_mode(v(&["/x", "--leader-elect"]), "run"),
+            v(&["/x", "run", "--leader-elect"])
+        );
+        assert_eq!(
+            with_default_mode(v(&["/x", "resolve", "--package=p"]), "run"),
+            v(&["/x", "resolve", "--package=p"])
+        );
+        assert_eq!(
+            with_default_mode(v(&["/x", "--help"]), "run"),
+            v(&["/x", "--help"])
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -6,7 +6,10 @@
 //! | [`client`] | a Kubernetes client from a kubeconfig or the in-cluster configuration, with the rustls provider installed once |
 //! | [`leader`] | Lease-based leader election (client-go's rules), or constant leadership for a single replica |
 //! | [`server`] | an HTTP(S) server: certificate reload, header-read and idle timeouts, a connection cap, graceful shutdown |
-//! | [`ops`] | `/healthz`, `/readyz` and `/metrics` over a prometheus-client registry |
+//! | [`ops`] | `/healthz`, `/readyz` (the probe listener), `/metrics` (the metrics listener) and the `--pprof-bind-address` listener |
+//! | [`listeners`] | the health, metrics (HTTPS, authorized) and profiling listeners of a controller |
+//! | [`metrics_auth`] | `/metrics` only for callers the API server authenticates and authorizes (TokenReview, SubjectAccessReview) |
+//! | [`gates`], [`go_flags`] | upstream's `--feature-gates`, klog and TLS profile flags, and the metrics listener's flag rules |
 //! | [`shutdown`] | one cancellation token, cancelled on SIGINT/SIGTERM, passed down to every task; `run_until_signal`, the start-up of both `run` modes (runtime, token, error to exit status) |
 //! | [`logging`] | text or JSON logs on stderr, filtered by `RUST_LOG` |
 //! | [`duration`], [`flags`] | Go-syntax durations (`1h30m`) and Go-style listen addresses (`:8443`) for clap |
@@ -21,8 +24,12 @@ pub mod duration;
 pub mod exit;
 pub mod finalizer;
 pub mod flags;
+pub mod gates;
+pub mod go_flags;
 pub mod leader;
+pub mod listeners;
 pub mod logging;
+pub mod metrics_auth;
 pub mod ops;
 pub mod pull_secret;
 pub mod server;

@@ -24,8 +24,13 @@ pub enum LogFormat {
 
 /// Installs the subscriber. A second call (tests running a binary's `run` twice) keeps the first.
 pub fn init(format: LogFormat) {
+    init_with_level(format, "info");
+}
+
+/// [`init`] with the filter used when `RUST_LOG` is unset (klog's `-v` picks it).
+pub fn init_with_level(format: LogFormat, level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let ansi = std::io::stderr().is_terminal();
     let _ = subscriber(format, filter, std::io::stderr, ansi).try_init();
 }

@@ -1,13 +1,17 @@
 //! Operational endpoints every binary serves: `/healthz`, `/readyz` and `/metrics`.
 //!
-//! Input: the binary's prometheus-client registry and its readiness flag. Output: an axum router.
+//! Input: the binary's prometheus-client registry and its readiness flag. Output: axum routers.
 //! No IO of its own (the server in [`crate::server`] does the listening).
 //!
-//! | path | answer |
-//! |---|---|
-//! | `/healthz` | 200 `ok` while the process runs |
-//! | `/readyz` | 200 `ok` once `ready` is set, 503 `not ready` before and during shutdown |
-//! | `/metrics` | the registry in the OpenMetrics text format |
+//! | path | router | answer |
+//! |---|---|---|
+//! | `/healthz` | [`health_router`] (the probe listener, plain HTTP as upstream) | 200 `ok` while the process runs |
+//! | `/readyz` | [`health_router`] | 200 `ok` once `ready` is set, 503 `not ready` before and during shutdown |
+//! | `/metrics` | [`metrics_router`] (the metrics listener: HTTPS behind [`crate::metrics_auth`]) | the registry in the OpenMetrics text format |
+//! | `/debug/pprof/`, `/debug/pprof/cmdline` | [`pprof_router`] (`--pprof-bind-address`) | an index naming what exists, and the command line as Go's pprof gives it; the Go runtime's profiles do not exist in this implementation (404 `Unknown profile`, Go's answer for a name it does not know) |
+//!
+//! [`router`] serves all three of the first rows on one listener, for `catalogd serve` (a local
+//! tool, not an in-cluster listener).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,8 +32,47 @@ pub fn encode(registry: &Registry) -> String {
     out
 }
 
-/// Routes of `/healthz`, `/readyz` and `/metrics`.
+/// Routes of `/healthz`, `/readyz` and `/metrics` on one listener.
 pub fn router(registry: Arc<Registry>, ready: Arc<AtomicBool>) -> Router {
+    health_router(ready).merge(metrics_router(registry))
+}
+
+/// `/metrics` alone (wrap it in [`crate::metrics_auth::filter`] for an in-cluster listener).
+pub fn metrics_router(registry: Arc<Registry>) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || async move { ([(header::CONTENT_TYPE, OPENMETRICS)], encode(&registry)) }),
+    )
+}
+
+/// The `--pprof-bind-address` listener's routes (see the module table).
+pub fn pprof_router() -> Router {
+    const INDEX: &str = "/debug/pprof/\n\nProfiles:\n\tcmdline: the command line of this process\n\nThe Go runtime's profiles (heap, goroutine, profile, trace, ...) do not exist in this implementation.\n";
+    Router::new()
+        .route("/debug/pprof/", get(|| async { INDEX }))
+        .route(
+            "/debug/pprof/cmdline",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                    std::env::args().collect::<Vec<_>>().join("\u{0}"),
+                )
+            }),
+        )
+        .route(
+            "/debug/pprof/{*profile}",
+            get(|| async {
+                (
+                    StatusCode::NOT_FOUND,
+                    [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                    "Unknown profile\n",
+                )
+            }),
+        )
+}
+
+/// `/healthz` and `/readyz`.
+pub fn health_router(ready: Arc<AtomicBool>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route(
@@ -41,10 +84,6 @@ pub fn router(registry: Arc<Registry>, ready: Arc<AtomicBool>) -> Router {
                     (StatusCode::SERVICE_UNAVAILABLE, "not ready")
                 }
             }),
-        )
-        .route(
-            "/metrics",
-            get(move || async move { ([(header::CONTENT_TYPE, OPENMETRICS)], encode(&registry)) }),
         )
 }
 
@@ -91,5 +130,23 @@ mod tests {
         let (status, text) = get_path(&app, "/metrics").await;
         assert_eq!(status, StatusCode::OK);
         assert!(text.contains("things_total 1"), "{text}");
+        let health = health_router(ready);
+        assert_eq!(get_path(&health, "/metrics").await.0, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn pprof_names_what_exists() {
+        let app = pprof_router();
+        let (status, index) = get_path(&app, "/debug/pprof/").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(index.contains("cmdline"), "{index}");
+        assert_eq!(
+            get_path(&app, "/debug/pprof/cmdline").await.0,
+            StatusCode::OK
+        );
+        assert_eq!(
+            get_path(&app, "/debug/pprof/heap").await,
+            (StatusCode::NOT_FOUND, "Unknown profile\n".into())
+        );
     }
 }

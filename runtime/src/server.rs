@@ -110,6 +110,10 @@ impl Default for ServerLimits {
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
     pub tls: Option<TlsFiles>,
+    /// Protocol versions, suites and groups of the TLS listener (`--tls-profile`).
+    pub tls_profile: crate::go_flags::TlsProfile,
+    /// Offer only HTTP/1.1 over TLS (upstream's metrics listener disables HTTP/2).
+    pub http1_only: bool,
     pub limits: ServerLimits,
     /// How often the certificate files are checked for changes.
     pub cert_poll: Duration,
@@ -121,6 +125,8 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             tls: None,
+            tls_profile: crate::go_flags::TlsProfile::default(),
+            http1_only: false,
             limits: ServerLimits::default(),
             cert_poll: CERT_POLL,
             shutdown_grace: SHUTDOWN_GRACE,
@@ -234,7 +240,8 @@ impl Bound {
         let (tls, reloader) = match &options.tls {
             None => (None, None),
             Some(files) => {
-                let (acceptor, store) = tls_acceptor(files)?;
+                let (acceptor, store) =
+                    tls_acceptor(files, &options.tls_profile, options.http1_only)?;
                 let reload =
                     tokio::spawn(reload_on_change(store, files.clone(), options.cert_poll));
                 (Some(acceptor), Some(reload))
@@ -546,7 +553,38 @@ pub fn check_tls_files(files: &TlsFiles) -> Result<(), ServerError> {
         })
 }
 
-fn tls_acceptor(files: &TlsFiles) -> Result<(TlsAcceptor, Arc<CertStore>), ServerError> {
+/// The crypto provider a profile asks for: its TLS 1.2 suites (TLS 1.3's are always on, as in
+/// Go) and key-exchange groups, by rustls name.
+fn profile_provider(profile: &crate::go_flags::TlsProfile) -> CryptoProvider {
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+    if let Some(names) = &profile.tls12_suites {
+        provider.cipher_suites.retain(|s| {
+            let name = format!("{:?}", s.suite());
+            name.starts_with("TLS13_") || names.contains(&name)
+        });
+    }
+    if let Some(names) = &profile.groups {
+        let all = rustls::crypto::aws_lc_rs::ALL_KX_GROUPS;
+        provider.kx_groups = names
+            .iter()
+            .filter_map(|n| {
+                all.iter()
+                    .find(|g| format!("{:?}", g.name()).eq_ignore_ascii_case(n))
+                    .copied()
+            })
+            .collect();
+        if provider.kx_groups.is_empty() {
+            provider.kx_groups = rustls::crypto::aws_lc_rs::DEFAULT_KX_GROUPS.to_vec();
+        }
+    }
+    provider
+}
+
+fn tls_acceptor(
+    files: &TlsFiles,
+    profile: &crate::go_flags::TlsProfile,
+    http1_only: bool,
+) -> Result<(TlsAcceptor, Arc<CertStore>), ServerError> {
     let fail = |source| ServerError::Tls {
         cert: files.cert.clone(),
         key: files.key.clone(),
@@ -556,12 +594,25 @@ fn tls_acceptor(files: &TlsFiles) -> Result<(TlsAcceptor, Arc<CertStore>), Serve
     let store = Arc::new(CertStore {
         current: RwLock::new(Arc::new(key)),
     });
-    let mut config = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| fail(TlsError::Config(e)))?
-        .with_no_client_auth()
-        .with_cert_resolver(store.clone());
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    for note in &profile.notes {
+        tracing::warn!(cert = %files.cert.display(), "TLS profile: {note}");
+    }
+    let versions: &[&rustls::SupportedProtocolVersion] = if profile.tls13_only {
+        &[&rustls::version::TLS13]
+    } else {
+        rustls::DEFAULT_VERSIONS
+    };
+    let mut config =
+        rustls::ServerConfig::builder_with_provider(Arc::new(profile_provider(profile)))
+            .with_protocol_versions(versions)
+            .map_err(|e| fail(TlsError::Config(e)))?
+            .with_no_client_auth()
+            .with_cert_resolver(store.clone());
+    config.alpn_protocols = if http1_only {
+        vec![b"http/1.1".to_vec()]
+    } else {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    };
     Ok((TlsAcceptor::from(Arc::new(config)), store))
 }
 
@@ -629,7 +680,7 @@ mod tests {
             cert: "/dev/zero".into(),
             key: "/dev/null".into(),
         };
-        let Err(err) = tls_acceptor(&files) else {
+        let Err(err) = tls_acceptor(&files, &Default::default(), false) else {
             panic!("/dev/zero is not a certificate");
         };
         assert_eq!(

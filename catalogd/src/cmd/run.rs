@@ -19,6 +19,8 @@ use olm_api::v1::ClusterCatalog;
 use olm_image::{Puller, PullerConfig, RegistriesConfFiles};
 use olm_runtime::exit::Exit;
 use olm_runtime::flags::OptionalListenAddress;
+use olm_runtime::gates::{FeatureDefaults, FeatureGates, GateSpec, PreRelease, Support};
+use olm_runtime::go_flags::{KlogArgs, TlsProfileArgs};
 use olm_runtime::leader::{Leadership, Timing};
 use olm_runtime::logging::LogFormat;
 use olm_runtime::pull_secret::SecretRef;
@@ -27,7 +29,7 @@ use olm_runtime::shutdown::CancellationToken;
 
 use crate::controller::gc;
 use crate::controller::reconcile::{Context, error_policy, reconcile};
-use crate::http::{ops_router, router};
+use crate::http::router_with_metas;
 use crate::metrics::Metrics;
 use crate::storage::Storage;
 
@@ -56,29 +58,50 @@ pub struct Args {
     /// Directory for unpacked images and stored catalogs; kept across restarts.
     #[arg(long, value_name = "DIR", default_value = "/var/cache/catalogd")]
     pub cache_dir: PathBuf,
-    /// Serve the catalog content over HTTPS with this PEM certificate (reloaded on change).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    /// Serve the catalog content (and metrics, and the webhook) over HTTPS with this PEM
+    /// certificate (reloaded on change). Requires --tls-key.
+    #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
-    /// Address serving /metrics (and /healthz, /readyz); `0` disables it.
-    #[arg(long, value_name = "ADDR", default_value = ":7443", value_parser = olm_runtime::flags::optional_listen_address)]
-    pub metrics_bind_address: OptionalListenAddress,
-    /// Address serving /healthz and /readyz (and /metrics); `0` disables it.
+    /// Address of the metrics endpoint (HTTPS, only for callers allowed `get` on `/metrics`).
+    /// Requires --tls-cert and --tls-key; with them it defaults to `:7443`. `0` disables it.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_bind_address: Option<String>,
+    /// Address serving /healthz and /readyz (plain HTTP); `0` disables it.
     #[arg(long, value_name = "ADDR", default_value = ":8081", value_parser = olm_runtime::flags::optional_listen_address)]
     pub health_probe_bind_address: OptionalListenAddress,
+    /// Address of the profiling endpoint; `0` or empty disables it.
+    #[arg(long, value_name = "ADDR", default_value = "0", value_parser = olm_runtime::flags::optional_listen_address)]
+    pub pprof_bind_address: OptionalListenAddress,
+    /// Port of the mutating admission webhook that labels ClusterCatalogs with their name
+    /// (HTTPS with --tls-cert; upstream's MutatingWebhookConfiguration calls it). `0` disables it.
+    #[arg(long, value_name = "PORT", default_value_t = 9443)]
+    pub webhook_server_port: u16,
     /// Elect a leader among replicas through a Lease; only the leader writes status.
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = olm_runtime::go_flags::go_bool)]
     pub leader_elect: bool,
-    /// Namespace of the leader Lease.
+    /// Namespace of the leader Lease. Unset: $POD_NAMESPACE, else the pod's namespace (the
+    /// service account's namespace file, as upstream), else olmv1-system.
     #[arg(
         long,
+        alias = "leader-election-namespace",
         value_name = "NAMESPACE",
-        env = "POD_NAMESPACE",
-        default_value = "olmv1-system"
+        env = "POD_NAMESPACE"
     )]
-    pub leader_election_namespace: String,
+    pub system_namespace: Option<String>,
+    /// Feature gates, `Name=bool,...` (repeatable): APIV1MetasHandler, GraphQLCatalogQueries
+    /// (README lists defaults).
+    #[arg(long, value_name = "GATES", action = clap::ArgAction::Append)]
+    pub feature_gates: Vec<String>,
+    /// The defaults of gates --feature-gates does not name: ours, or upstream v1.11's.
+    #[arg(long, value_name = "SET", value_enum, default_value = "ours")]
+    pub feature_defaults: FeatureDefaults,
+    #[command(flatten)]
+    pub tls_profile: TlsProfileArgs,
+    #[command(flatten)]
+    pub klog: KlogArgs,
     /// This replica's name in the leader Lease (a random suffix is added); defaults to the host name.
     #[arg(long, value_name = "NAME", env = "POD_NAME", hide = true)]
     pub pod_name: Option<String>,
@@ -115,9 +138,17 @@ pub struct RunOptions {
     pub external_address: String,
     pub cache_dir: PathBuf,
     pub tls: Option<TlsFiles>,
+    pub tls_profile: olm_runtime::go_flags::TlsProfile,
     pub limits: ServerLimits,
-    pub metrics_addr: Option<SocketAddr>,
+    /// The metrics listener and its certificate (HTTPS, authenticated and authorized); the
+    /// flags give it `tls`'s files, as upstream serves both with one certificate.
+    pub metrics: Option<(SocketAddr, TlsFiles)>,
     pub health_addr: Option<SocketAddr>,
+    pub pprof_addr: Option<SocketAddr>,
+    /// The ClusterCatalog labelling webhook (HTTPS with `tls`).
+    pub webhook_addr: Option<SocketAddr>,
+    /// Upstream's APIV1MetasHandler gate: serve `/api/v1/metas`.
+    pub metas: bool,
     pub leader_elect: bool,
     pub leader_election_namespace: String,
     pub global_pull_secret: Option<SecretRef>,
@@ -132,24 +163,76 @@ pub struct RunOptions {
     pub label_selector: Option<String>,
 }
 
+/// catalogd's feature gates: upstream v1.11's names, defaults and maturity, and ours.
+pub const FEATURE_GATES: &[GateSpec] = &[
+    GateSpec {
+        name: "APIV1MetasHandler",
+        pre_release: PreRelease::Alpha,
+        upstream_default: false,
+        our_default: Some(true),
+        our_default_note: "/api/v1/metas is served (operator-controller reads packages through it); off, it answers 404 as upstream's",
+        support: Support::Implemented,
+    },
+    GateSpec {
+        name: "GraphQLCatalogQueries",
+        pre_release: PreRelease::Alpha,
+        upstream_default: false,
+        our_default: Some(false),
+        our_default_note: "",
+        support: Support::RefusedWhenEnabled(
+            "the GraphQL catalog query endpoint is not implemented; /api/v1/all and /api/v1/metas are",
+        ),
+    },
+];
+
+/// Why `run` does not start from its flags: a usage error (exit 2) or a configuration refused
+/// (exit 1).
+#[derive(Debug, PartialEq, Eq)]
+pub enum ArgsError {
+    Usage(String),
+    Refused(String),
+}
+
 impl RunOptions {
-    /// The options the flags describe.
-    pub fn from_args(args: Args) -> RunOptions {
+    /// The options the flags describe, checked as upstream checks them.
+    pub fn from_args(args: Args) -> Result<RunOptions, ArgsError> {
+        let gates = FeatureGates::parse(FEATURE_GATES, &args.feature_gates, args.feature_defaults)
+            .map_err(|e| ArgsError::Usage(e.to_string()))?;
+        if let Some(why) = gates.unsupported() {
+            return Err(ArgsError::Refused(why));
+        }
+        let metrics_addr = olm_runtime::go_flags::metrics_listener(
+            args.metrics_bind_address.as_deref(),
+            args.tls_cert.is_some(),
+            args.tls_key.is_some(),
+            ":7443",
+            "tls-cert and tls-key flags must be used together",
+            "metrics-bind-address requires tls-cert and tls-key flags",
+        )
+        .map_err(ArgsError::Usage)?;
         let tls = match (args.tls_cert, args.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             _ => None,
         };
-        RunOptions {
+        // Upstream's webhook server needs a certificate; without one it has none to serve.
+        let webhook_addr = (args.webhook_server_port != 0 && tls.is_some())
+            .then(|| SocketAddr::from(([0, 0, 0, 0], args.webhook_server_port)));
+        tracing::info!(gates = %gates.states(), "catalogd feature gate status");
+        Ok(RunOptions {
             kubeconfig: args.kubeconfig,
             catalogs_server_addr: args.catalogs_server_addr,
             external_address: args.external_address,
             cache_dir: args.cache_dir,
-            tls,
+            tls_profile: args.tls_profile.profile(),
             limits: args.limits,
-            metrics_addr: args.metrics_bind_address.0,
+            metrics: metrics_addr.zip(tls.clone()),
+            tls,
             health_addr: args.health_probe_bind_address.0,
+            pprof_addr: args.pprof_bind_address.0,
+            webhook_addr,
+            metas: gates.enabled_or("APIV1MetasHandler", true),
             leader_elect: args.leader_elect,
-            leader_election_namespace: args.leader_election_namespace,
+            leader_election_namespace: olm_runtime::flags::system_namespace(args.system_namespace),
             global_pull_secret: args.global_pull_secret,
             pull_cas_dir: args.pull_cas_dir,
             insecure_registries: args.insecure_registries,
@@ -158,7 +241,7 @@ impl RunOptions {
             poll_unit: args.poll_interval_unit,
             identity: olm_runtime::leader::identity(args.pod_name.as_deref(), "catalogd"),
             label_selector: args.catalog_label_selector,
-        }
+        })
     }
 }
 
@@ -194,8 +277,19 @@ impl RunError {
 
 /// `catalogd run` from its flags: sets up logging and a runtime, runs until SIGINT/SIGTERM.
 pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
-    olm_runtime::logging::init(args.log_format);
-    let opts = RunOptions::from_args(args);
+    olm_runtime::logging::init_with_level(args.log_format, args.klog.level());
+    let opts = match RunOptions::from_args(args) {
+        Ok(opts) => opts,
+        Err(ArgsError::Usage(message)) => {
+            let _ = writeln!(err, "Error: {message}");
+            return Exit::Usage;
+        }
+        Err(ArgsError::Refused(message)) => {
+            tracing::error!("{message}");
+            let _ = writeln!(err, "Error: {message}");
+            return Exit::Invalid;
+        }
+    };
     olm_runtime::shutdown::run_until_signal(err, |shutdown| run(opts, shutdown), RunError::exit)
 }
 
@@ -252,33 +346,43 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     tracing::info!(addr = %catalog_server.addr, "catalog content server listening");
     let content_options = ServeOptions {
         tls: opts.tls.clone(),
+        tls_profile: opts.tls_profile.clone(),
         limits: opts.limits,
         ..ServeOptions::default()
     };
     let mut servers = vec![tokio::spawn(catalog_server.serve_with(
-        router(storage, metrics.clone()),
+        router_with_metas(storage, metrics.clone(), opts.metas),
         content_options,
         stop_servers.clone().cancelled_owned(),
     ))];
-    let mut ops_addrs: Vec<SocketAddr> = opts.metrics_addr.into_iter().collect();
-    if let Some(health) = opts.health_addr
-        && Some(health) != opts.metrics_addr
-    {
-        ops_addrs.push(health);
-    }
-    for addr in ops_addrs {
+    if let (Some(addr), Some(tls)) = (opts.webhook_addr, opts.tls.clone()) {
         let bound = bind(addr)?;
-        tracing::info!(addr = %bound.addr, "health and metrics server listening");
+        tracing::info!(addr = %bound.addr, "ClusterCatalog labelling webhook listening");
         let options = ServeOptions {
+            tls: Some(tls),
+            tls_profile: opts.tls_profile.clone(),
             limits: opts.limits,
             ..ServeOptions::default()
         };
         servers.push(tokio::spawn(bound.serve_with(
-            ops_router(metrics.clone(), ready.clone()),
+            crate::webhook::router(),
             options,
             stop_servers.clone().cancelled_owned(),
         )));
     }
+    servers.extend(olm_runtime::listeners::start(
+        olm_runtime::listeners::Listeners {
+            health: opts.health_addr,
+            metrics: opts.metrics.clone(),
+            pprof: opts.pprof_addr,
+            tls_profile: opts.tls_profile.clone(),
+            limits: opts.limits,
+        },
+        metrics.registry(),
+        ready.clone(),
+        client.clone(),
+        stop_servers.clone(),
+    )?);
     ready.store(true, Ordering::Release);
 
     let mut background = vec![tokio::spawn(gc::run(

@@ -38,8 +38,15 @@ const JSONL: &str = "application/jsonl";
 /// routed as Go's `ServeMux` routes them for upstream (see [`path`]): every request that no
 /// other merged route takes comes through [`dispatch`].
 pub fn router(storage: Storage, metrics: Metrics) -> Router {
+    router_with_metas(storage, metrics, true)
+}
+
+/// [`router`], with `/api/v1/metas` answering 404 unless `metas` (upstream's
+/// `APIV1MetasHandler` gate: off, upstream registers no handler for the path).
+pub fn router_with_metas(storage: Storage, metrics: Metrics, metas: bool) -> Router {
     Router::new()
         .fallback(dispatch)
+        .layer(axum::Extension(MetasEnabled(metas)))
         .layer(axum::middleware::map_response(vary_accept_encoding))
         .layer(axum::middleware::from_fn_with_state(
             metrics,
@@ -72,8 +79,16 @@ async fn vary_accept_encoding(mut response: Response) -> Response {
     response
 }
 
+/// Whether `/api/v1/metas` is served.
+#[derive(Clone, Copy)]
+struct MetasEnabled(bool);
+
 /// Routes one request as Go's `ServeMux` would (see [`path`]).
 async fn dispatch(State(storage): State<Storage>, request: Request) -> Response {
+    let metas_enabled = request
+        .extensions()
+        .get::<MetasEnabled>()
+        .is_none_or(|m| m.0);
     let (parts, _body) = request.into_parts();
     let query = parts.uri.query();
     match path::route(parts.uri.path(), query) {
@@ -94,9 +109,10 @@ async fn dispatch(State(storage): State<Storage>, request: Request) -> Response 
         }
         path::Route::Redirect(location) => redirect(&parts.method, &location),
         path::Route::All(catalog) => all(storage, parts.method, &catalog, &parts.headers).await,
-        path::Route::Metas(catalog) => {
+        path::Route::Metas(catalog) if metas_enabled => {
             metas(storage, parts.method, &catalog, query, &parts.headers).await
         }
+        path::Route::Metas(_) => go_error(StatusCode::NOT_FOUND, "404 page not found"),
         path::Route::NotFound => go_error(StatusCode::NOT_FOUND, "404 page not found"),
     }
 }

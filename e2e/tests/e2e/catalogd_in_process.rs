@@ -17,12 +17,8 @@ use crate::support::{create_namespace, delete_namespace, unique_name};
 
 /// `catalogd_reconciles_total{result="success"}` from catalogd's `/metrics`.
 async fn successful_reconciles(catalogd: &Catalogd) -> u64 {
-    let text = reqwest::get(format!("{}/metrics", catalogd.health_root))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text =
+        olm_e2e::metrics::read(catalogd.metrics_tls.as_ref().expect("in-process metrics")).await;
     text.lines()
         .find_map(|l| l.strip_prefix("catalogd_reconciles_total{result=\"success\"} "))
         .map(|n| n.trim().parse().unwrap())
@@ -117,9 +113,13 @@ async fn run_refuses_a_certificate_that_is_a_device_before_starting_anything() {
             cert: PathBuf::from("/dev/zero"),
             key: PathBuf::from("/dev/zero"),
         }),
+        tls_profile: Default::default(),
         limits: Default::default(),
-        metrics_addr: None,
+        metrics: None,
         health_addr: None,
+        pprof_addr: None,
+        webhook_addr: None,
+        metas: true,
         leader_elect: false,
         leader_election_namespace: "olmv1-system".into(),
         global_pull_secret: None,

@@ -83,13 +83,37 @@ async fn install_latest_then_uninstall_removes_everything() {
     // kwok makes the Deployment available; the extension reports it.
     scenario.wait_for(&ext, AVAILABLE).await;
 
-    // Metrics (issue 11 item 9), on the ops listener as catalogd serves them.
-    let metrics = reqwest::get(format!("{}/metrics", scenario.controller().health_root))
-        .await
-        .unwrap()
-        .text()
+    // Metrics (issue 11 item 9), over HTTPS for a ServiceAccount allowed `get` on `/metrics`
+    // (issue 24: never to anyone else, as upstream).
+    let metrics = scenario.controller().metrics().await;
+    let tls = &scenario.controller().metrics_tls;
+    let (status, body) = olm_e2e::metrics::scrape(&tls.url(), &tls.ca_pem, None).await;
+    assert_eq!((status, body.as_str()), (401, "Unauthorized\n"));
+    let client = olm_e2e::shared().await.client().await;
+    let stranger = ("default", "e2e-not-a-metrics-reader");
+    let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        kube::Api::namespaced(client.clone(), stranger.0);
+    accounts
+        .patch(
+            stranger.1,
+            &kube::api::PatchParams::apply("olm-e2e").force(),
+            &kube::api::Patch::Apply(serde_json::json!({"apiVersion": "v1",
+                "kind": "ServiceAccount", "metadata": {"name": stranger.1}})),
+        )
         .await
         .unwrap();
+    let token = olm_e2e::metrics::service_account_token(&client, stranger.0, stranger.1).await;
+    let (status, body) = olm_e2e::metrics::scrape(&tls.url(), &tls.ca_pem, Some(&token)).await;
+    assert_eq!(
+        (status, body),
+        (
+            403,
+            format!(
+                "Authorization denied for user system:serviceaccount:{}:{}\n",
+                stranger.0, stranger.1
+            )
+        )
+    );
     for family in [
         "operator_controller_reconciles_total{result=\"success\"}",
         "operator_controller_reconcile_duration_seconds_bucket",

@@ -77,8 +77,8 @@ fn blob_gets(registry: &Registry, repos: &[&str]) -> usize {
 }
 
 /// One sample of the Prometheus text at `url` (`name{labels}` as written), 0 when absent.
-async fn metric(url: &str, series: &str) -> f64 {
-    let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+async fn metric(oc: &OperatorController, series: &str) -> f64 {
+    let text = oc.metrics().await;
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
         .unwrap_or(0.0)
@@ -199,11 +199,10 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
         })
         .await;
     // The new operator-controller has reconciled the extension successfully at least once.
-    let metrics = format!("{}/metrics", new_oc.health_root);
     new_oc
         .eventually("the new operator-controller to reconcile", || async {
             (metric(
-                &metrics,
+                &new_oc,
                 "operator_controller_reconciles_total{result=\"success\"}",
             )
             .await
@@ -249,18 +248,14 @@ async fn replacing_both_controllers_keeps_catalogs_serving_and_extensions_instal
     );
     assert_eq!(
         metric(
-            &metrics,
+            &new_oc,
             "operator_controller_applied_objects_total{change=\"changed\"}"
         )
         .await,
         0.0
     );
     assert_eq!(
-        metric(
-            &metrics,
-            "operator_controller_unpack_duration_seconds_count"
-        )
-        .await,
+        metric(&new_oc, "operator_controller_unpack_duration_seconds_count").await,
         0.0,
         "the new operator-controller unpacked a bundle again"
     );

@@ -6,8 +6,11 @@
 //!
 //! Two requests per package, sent together: `/api/v1/metas?schema=olm.package&name=P` (the
 //! package object, which catalogd does not index under `package=`) and
-//! `/api/v1/metas?package=P` (channels, bundles, deprecations, others); never `/all`. Answers
-//! are requested gzip-compressed and decoded transparently.
+//! `/api/v1/metas?package=P` (channels, bundles, deprecations, others). Answers are requested
+//! gzip-compressed and decoded transparently. A catalogd that answers `/metas` with 404 (upstream's
+//! with its `APIV1MetasHandler` gate off, as upstream's standard manifest runs it) is read through
+//! `/api/v1/all` instead: the whole catalog, within the same caps, parsed once per package and
+//! revision, keeping only the package's objects.
 //!
 //! Cache: key (catalog, revision, package), value the parsed content, so a reconcile against an
 //! unchanged catalog sends no request and parses nothing. Concurrent requests for one key share
@@ -326,7 +329,13 @@ impl CatalogdClient {
         let package_url = metas_url(base, &[("schema", SCHEMA_PACKAGE), ("name", package)]);
         let objects_url = metas_url(base, &[("package", package)]);
         let (package_body, objects_body) =
-            tokio::try_join!(self.get(&package_url), self.get(&objects_url))?;
+            match tokio::try_join!(self.get(&package_url), self.get(&objects_url)) {
+                Ok(bodies) => bodies,
+                Err(FetchError::Status { status, .. }) if status == StatusCode::NOT_FOUND => {
+                    return self.fetch_from_all(base, package).await;
+                }
+                Err(e) => return Err(e),
+            };
         let package = package.to_owned();
         tokio::task::spawn_blocking(move || {
             let mut builder = PackageContent::builder(&package);
@@ -348,6 +357,34 @@ impl CatalogdClient {
             let mut objects = load(&objects_body, &objects_url)?;
             objects.packages.clear();
             builder.push_config(objects);
+            Ok(builder.finish())
+        })
+        .await
+        .map_err(|e| FetchError::Task(e.to_string()))?
+    }
+
+    /// The package's content from `/api/v1/all`, for a catalogd that does not serve `/metas`
+    /// (upstream's with its `APIV1MetasHandler` gate off answers 404 there). The whole catalog
+    /// is read within the same byte caps and parsed once; only the package's objects are kept.
+    async fn fetch_from_all(
+        &self,
+        base: &Url,
+        package: &str,
+    ) -> Result<PackageContent, FetchError> {
+        let url = all_url(base);
+        tracing::debug!(%url, package, "catalogd does not serve /metas; reading /all");
+        let body = self.get(&url).await?;
+        let package = package.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let all =
+                DeclarativeConfig::from_reader(&body[..], url.as_str()).map_err(|source| {
+                    FetchError::Parse {
+                        url: url.to_string(),
+                        source,
+                    }
+                })?;
+            let mut builder = PackageContent::builder(&package);
+            builder.push_config(all);
             Ok(builder.finish())
         })
         .await
@@ -544,6 +581,16 @@ impl std::io::Write for Capped {
     }
 }
 
+/// `BASE/api/v1/all`, keeping any path BASE has.
+fn all_url(base: &Url) -> Url {
+    let mut url = base.clone();
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty().extend(["api", "v1", "all"]);
+    }
+    url.set_query(None);
+    url
+}
+
 /// `BASE/api/v1/metas?k=v&...`, keeping any path BASE has.
 fn metas_url(base: &Url, query: &[(&str, &str)]) -> Url {
     let mut url = base.clone();
@@ -577,8 +624,15 @@ impl CatalogdClient {
         &self,
         base_url: &Url,
     ) -> Result<std::collections::BTreeSet<String>, FetchError> {
-        let url = metas_url(base_url, &[("schema", SCHEMA_PACKAGE)]);
-        let body = self.get(&url).await?;
+        let mut url = metas_url(base_url, &[("schema", SCHEMA_PACKAGE)]);
+        let body = match self.get(&url).await {
+            Err(FetchError::Status { status, .. }) if status == StatusCode::NOT_FOUND => {
+                // No /metas on this catalogd (see `fetch_from_all`).
+                url = all_url(base_url);
+                self.get(&url).await?
+            }
+            other => other?,
+        };
         let body: &[u8] = &body;
         let config = DeclarativeConfig::from_reader(body, url.as_str()).map_err(|source| {
             FetchError::Parse {

@@ -32,10 +32,12 @@ use olm_api::v1::ClusterExtension;
 use olm_image::{Puller, PullerConfig, RegistriesConfFiles};
 use olm_runtime::exit::Exit;
 use olm_runtime::flags::OptionalListenAddress;
+use olm_runtime::gates::{FeatureDefaults, FeatureGates, GateSpec, PreRelease, Support};
+use olm_runtime::go_flags::{KlogArgs, TlsProfileArgs};
 use olm_runtime::leader::{Leadership, Timing};
 use olm_runtime::logging::LogFormat;
 use olm_runtime::pull_secret::SecretRef;
-use olm_runtime::server::{ServeOptions, ServerError, ServerLimits, bind};
+use olm_runtime::server::{ServerError, ServerLimits, TlsFiles};
 use olm_runtime::shutdown::CancellationToken;
 use tokio::sync::mpsc;
 
@@ -56,29 +58,37 @@ pub const LEADER_ELECTION_ID: &str = "9c4404e7.operatorframework.io";
 /// The largest CA file read from a CA directory.
 const MAX_CA_FILE_BYTES: u64 = 1 << 20;
 
-/// Arguments of `operator-controller run`.
+/// Arguments of `operator-controller run`: upstream v1.11's flags with upstream's meaning and
+/// defaults (so the command line of upstream's release manifest starts this binary), then ours.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Kubeconfig to use instead of the in-cluster configuration or $KUBECONFIG.
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// Address serving /metrics (and /healthz, /readyz); `0` disables it.
-    #[arg(long, value_name = "ADDR", default_value = ":8443", value_parser = olm_runtime::flags::optional_listen_address)]
-    pub metrics_bind_address: OptionalListenAddress,
-    /// Address serving /healthz and /readyz (and /metrics); `0` disables it.
+    /// Address of the metrics endpoint (HTTPS, only for callers allowed `get` on `/metrics`).
+    /// Requires --tls-cert and --tls-key; with them it defaults to `:8443`. `0` disables it.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_bind_address: Option<String>,
+    /// Certificate of the metrics endpoint (PEM, reloaded on change). Requires --tls-key.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// Key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Address serving /healthz and /readyz (plain HTTP); `0` disables it.
     #[arg(long, value_name = "ADDR", default_value = ":8081", value_parser = olm_runtime::flags::optional_listen_address)]
     pub health_probe_bind_address: OptionalListenAddress,
+    /// Address of the profiling endpoint; `0` or empty disables it (see README: the Go
+    /// runtime's profiles do not exist here).
+    #[arg(long, value_name = "ADDR", default_value = "0", value_parser = olm_runtime::flags::optional_listen_address)]
+    pub pprof_bind_address: OptionalListenAddress,
     /// Elect a leader among replicas through a Lease; only the leader reconciles.
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = olm_runtime::go_flags::go_bool)]
     pub leader_elect: bool,
-    /// The namespace of release Secrets and of the leader Lease.
-    #[arg(
-        long,
-        value_name = "NAMESPACE",
-        env = "POD_NAMESPACE",
-        default_value = "olmv1-system"
-    )]
-    pub system_namespace: String,
+    /// The namespace of release Secrets and of the leader Lease. Unset: $POD_NAMESPACE, else the
+    /// pod's namespace (the service account's namespace file, as upstream), else olmv1-system.
+    #[arg(long, value_name = "NAMESPACE", env = "POD_NAMESPACE")]
+    pub system_namespace: Option<String>,
     /// This replica's name in the leader Lease (a random suffix is added); defaults to the host name.
     #[arg(long, value_name = "NAME", env = "POD_NAME", hide = true)]
     pub pod_name: Option<String>,
@@ -94,13 +104,30 @@ pub struct Args {
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub global_pull_secret: Option<SecretRef>,
     /// Directory for unpacked bundle images (kept across restarts).
-    #[arg(long, value_name = "DIR", default_value = "/var/cache")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "/var/cache/operator-controller"
+    )]
     pub cache_path: PathBuf,
+    /// Feature gates, `Name=bool,...` (repeatable): SingleOwnNamespaceInstallSupport,
+    /// DeploymentConfig, WebhookProviderCertManager, WebhookProviderOpenshiftServiceCA,
+    /// BoxcutterRuntime, BundleReleaseSupport (README lists defaults).
+    #[arg(long, value_name = "GATES", action = clap::ArgAction::Append)]
+    pub feature_gates: Vec<String>,
+    /// The defaults of gates --feature-gates does not name: ours, or upstream v1.11's.
+    #[arg(long, value_name = "SET", value_enum, default_value = "ours")]
+    pub feature_defaults: FeatureDefaults,
+    #[command(flatten)]
+    pub tls_profile: TlsProfileArgs,
+    #[command(flatten)]
+    pub klog: KlogArgs,
     /// Registries (`host:port` as written in image references) spoken to over plain HTTP.
     #[arg(long, value_name = "HOST:PORT", value_delimiter = ',')]
     pub insecure_registries: Vec<String>,
-    /// Who provisions webhook certificates of installed bundles. Unset: cert-manager when its
-    /// API is served, else OpenShift service-ca when served, else `builtin`.
+    /// Who provisions webhook certificates of installed bundles. Unset: as the
+    /// WebhookProvider* feature gates say when one is named, else cert-manager when its API is
+    /// served, else OpenShift service-ca when served, else `builtin`.
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub cert_provider: Option<CertProviderArg>,
     /// Validity of certificates the built-in provider issues (Go duration syntax); renewal and
@@ -137,12 +164,75 @@ pub struct Args {
     pub gating: gating::OpenShiftArgs,
 }
 
+/// operator-controller's feature gates: upstream v1.11's names, defaults and maturity, and ours.
+pub const FEATURE_GATES: &[GateSpec] = &[
+    GateSpec {
+        name: "SingleOwnNamespaceInstallSupport",
+        pre_release: PreRelease::Alpha,
+        upstream_default: false,
+        our_default: Some(true),
+        our_default_note: "bundles without AllNamespaces install into one watched namespace; off, such bundles fail as upstream's",
+        support: Support::Implemented,
+    },
+    GateSpec {
+        name: "WebhookProviderCertManager",
+        pre_release: PreRelease::Ga,
+        upstream_default: true,
+        our_default: None,
+        our_default_note: "unnamed: the provider is detected at start (cert-manager, else service-ca, else built-in)",
+        support: Support::Implemented,
+    },
+    GateSpec {
+        name: "WebhookProviderOpenshiftServiceCA",
+        pre_release: PreRelease::Ga,
+        upstream_default: true,
+        our_default: None,
+        our_default_note: "unnamed: the provider is detected at start (cert-manager, else service-ca, else built-in)",
+        support: Support::Implemented,
+    },
+    GateSpec {
+        name: "BoxcutterRuntime",
+        pre_release: PreRelease::Alpha,
+        upstream_default: false,
+        our_default: Some(false),
+        our_default_note: "",
+        support: Support::RefusedWhenEnabled(
+            "the Boxcutter runtime (ClusterObjectSet revisions instead of Helm release Secrets) is not implemented; this controller keeps Helm-compatible release records",
+        ),
+    },
+    GateSpec {
+        name: "DeploymentConfig",
+        pre_release: PreRelease::Alpha,
+        upstream_default: false,
+        our_default: Some(true),
+        our_default_note: "spec.config.inline.deploymentConfig is applied; off, it is an unknown field as upstream's",
+        support: Support::Implemented,
+    },
+    GateSpec {
+        name: "BundleReleaseSupport",
+        pre_release: PreRelease::Alpha,
+        upstream_default: false,
+        our_default: Some(false),
+        our_default_note: "",
+        support: Support::RefusedWhenEnabled(
+            "the olm.package release field is not implemented; releases are read from version build metadata as registry+v1 defines",
+        ),
+    },
+];
+
 /// Settings of `operator-controller run`.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub kubeconfig: Option<PathBuf>,
+    /// The metrics listener (HTTPS with `metrics_tls`, authenticated and authorized).
     pub metrics_addr: Option<SocketAddr>,
+    pub metrics_tls: Option<TlsFiles>,
+    pub tls_profile: olm_runtime::go_flags::TlsProfile,
     pub health_addr: Option<SocketAddr>,
+    pub pprof_addr: Option<SocketAddr>,
+    /// Upstream's SingleOwnNamespaceInstallSupport and DeploymentConfig gates.
+    pub single_own_namespace: bool,
+    pub deployment_config: bool,
     pub leader_elect: bool,
     pub system_namespace: String,
     pub identity: String,
@@ -171,15 +261,65 @@ pub struct RunOptions {
     pub openshift: gating::OpenShiftMode,
 }
 
+/// Why `run` does not start from its flags: a usage error (exit 2) or a configuration refused
+/// (exit 1), with the text to print.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ArgsError {
+    Usage(String),
+    Refused(String),
+}
+
 impl RunOptions {
-    /// The options the flags describe.
-    pub fn from_args(args: Args) -> RunOptions {
-        RunOptions {
+    /// The options the flags describe, checked as upstream checks them.
+    pub fn from_args(args: Args) -> Result<RunOptions, ArgsError> {
+        let gates = FeatureGates::parse(FEATURE_GATES, &args.feature_gates, args.feature_defaults)
+            .map_err(|e| ArgsError::Usage(e.to_string()))?;
+        if let Some(why) = gates.unsupported() {
+            return Err(ArgsError::Refused(why));
+        }
+        let metrics_addr = olm_runtime::go_flags::metrics_listener(
+            args.metrics_bind_address.as_deref(),
+            args.tls_cert.is_some(),
+            args.tls_key.is_some(),
+            ":8443",
+            "unable to configure TLS certificates: tls-cert and tls-key flags must be used together",
+            "metrics-bind-address requires tls-cert and tls-key flags to be set",
+        )
+        .map_err(ArgsError::Usage)?;
+        let metrics_tls = match (args.tls_cert, args.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            _ => None,
+        };
+        // The WebhookProvider* gates decide the provider as upstream's do when either is named;
+        // unnamed, ours is detected at start.
+        let gate_provider = || {
+            if gates.enabled_or("WebhookProviderCertManager", false) {
+                CertProvider::CertManager
+            } else if gates.enabled_or("WebhookProviderOpenshiftServiceCA", false) {
+                CertProvider::OpenShiftServiceCa
+            } else {
+                CertProvider::None
+            }
+        };
+        let gates_name_provider = gates.value("WebhookProviderCertManager").is_some()
+            || gates.value("WebhookProviderOpenshiftServiceCA").is_some();
+        let cert_provider = match args.cert_provider {
+            Some(p) => Some(p.into()),
+            None if gates_name_provider => Some(gate_provider()),
+            None => None,
+        };
+        tracing::info!(gates = %gates.states(), "feature gate status");
+        Ok(RunOptions {
             kubeconfig: args.kubeconfig,
-            metrics_addr: args.metrics_bind_address.0,
+            metrics_addr,
+            metrics_tls,
+            tls_profile: args.tls_profile.profile(),
             health_addr: args.health_probe_bind_address.0,
+            pprof_addr: args.pprof_bind_address.0,
+            single_own_namespace: gates.enabled_or("SingleOwnNamespaceInstallSupport", true),
+            deployment_config: gates.enabled_or("DeploymentConfig", true),
             leader_elect: args.leader_elect,
-            system_namespace: args.system_namespace,
+            system_namespace: olm_runtime::flags::system_namespace(args.system_namespace),
             identity: olm_runtime::leader::identity(
                 args.pod_name.as_deref(),
                 "operator-controller",
@@ -191,7 +331,7 @@ impl RunOptions {
             cache_dir: args.cache_path,
             insecure_registries: args.insecure_registries,
             registries_conf: RegistriesConfFiles::from_environment(),
-            cert_provider: args.cert_provider.map(Into::into),
+            cert_provider,
             builtin_cert_validity: args.builtin_cert_validity,
             data_aware_crd_upgrade_safety: args.crd_upgrade_safety_data_aware,
             honor_service_account: args.honor_service_account,
@@ -200,7 +340,7 @@ impl RunOptions {
             limits: args.limits,
             label_selector: args.extension_label_selector,
             openshift: args.gating.openshift,
-        }
+        })
     }
 }
 
@@ -247,8 +387,19 @@ impl RunError {
 /// `operator-controller run` from its flags: sets up logging and a runtime, runs until
 /// SIGINT/SIGTERM.
 pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
-    olm_runtime::logging::init(args.log_format);
-    let opts = RunOptions::from_args(args);
+    olm_runtime::logging::init_with_level(args.log_format, args.klog.level());
+    let opts = match RunOptions::from_args(args) {
+        Ok(opts) => opts,
+        Err(ArgsError::Usage(message)) => {
+            let _ = writeln!(err, "Error: {message}");
+            return Exit::Usage;
+        }
+        Err(ArgsError::Refused(message)) => {
+            tracing::error!("{message}");
+            let _ = writeln!(err, "Error: {message}");
+            return Exit::Invalid;
+        }
+    };
     olm_runtime::shutdown::run_until_signal(err, |shutdown| run(opts, shutdown), RunError::exit)
 }
 
@@ -338,6 +489,8 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         data_aware_crd_upgrade_safety: opts.data_aware_crd_upgrade_safety,
         honor_service_account: opts.honor_service_account,
         call_timeout: opts.call_timeout,
+        single_own_namespace: opts.single_own_namespace,
+        deployment_config: opts.deployment_config,
     };
     let ctx = Arc::new(
         Context::new(
@@ -362,26 +515,19 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
 
     let ready = Arc::new(AtomicBool::new(false));
     let stop_servers = CancellationToken::new();
-    let mut servers = Vec::new();
-    let mut ops_addrs: Vec<SocketAddr> = opts.metrics_addr.into_iter().collect();
-    if let Some(health) = opts.health_addr
-        && Some(health) != opts.metrics_addr
-    {
-        ops_addrs.push(health);
-    }
-    for addr in ops_addrs {
-        let bound = bind(addr)?;
-        tracing::info!(addr = %bound.addr, "health and metrics server listening");
-        let options = ServeOptions {
+    let servers = olm_runtime::listeners::start(
+        olm_runtime::listeners::Listeners {
+            health: opts.health_addr,
+            metrics: opts.metrics_addr.zip(opts.metrics_tls.clone()),
+            pprof: opts.pprof_addr,
+            tls_profile: opts.tls_profile.clone(),
             limits: opts.limits,
-            ..ServeOptions::default()
-        };
-        servers.push(tokio::spawn(bound.serve_with(
-            olm_runtime::ops::router(metrics.registry(), ready.clone()),
-            options,
-            stop_servers.clone().cancelled_owned(),
-        )));
-    }
+        },
+        metrics.registry(),
+        ready.clone(),
+        client.clone(),
+        stop_servers.clone(),
+    )?;
 
     // Re-queues from drift events and catalog changes share one channel into the controller.
     let (requeue, requeue_rx) = mpsc::channel::<ObjectRef<ClusterExtension>>(1024);

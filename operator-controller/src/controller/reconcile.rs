@@ -114,6 +114,10 @@ pub struct Settings {
     pub honor_service_account: bool,
     /// Bound of single API calls made by the reconcile itself.
     pub call_timeout: Duration,
+    /// Upstream's SingleOwnNamespaceInstallSupport gate (on by default here).
+    pub single_own_namespace: bool,
+    /// Upstream's DeploymentConfig gate (on by default here).
+    pub deployment_config: bool,
 }
 
 /// Everything a reconcile needs; shared by all reconciles.

@@ -34,7 +34,8 @@ pub(super) async fn pull_and_render(
             .and_then(|c| c.inline.clone())
             .map(Value::Object),
         cert_provider: ctx.settings.cert_provider,
-        ..RenderOptions::default()
+        single_own_namespace: ctx.settings.single_own_namespace,
+        deployment_config: ctx.settings.deployment_config,
     };
     let rendered = render::render(&parsed, &options)?;
     Ok((rendered, others))
