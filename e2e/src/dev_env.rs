@@ -382,6 +382,20 @@ async fn push_sample_catalog(env: &mut DevEnv) -> Result<(), DevEnvError> {
         .registry
         .as_ref()
         .ok_or_else(|| fail("sample catalog image", "no registry"))?;
+    let (image, digest) = push_sample_catalog_image(registry).await?;
+    println!(
+        "olm-dev-env: pushed {image} ({digest}) from {}",
+        repo_root().join("config/samples/catalog").display()
+    );
+    env.catalog_image = Some(image);
+    Ok(())
+}
+
+/// Pushes the sample catalog (`config/samples/catalog`, its bundle images pointed at `registry`)
+/// as `olm/example-catalog:latest`: (image reference, digest).
+pub async fn push_sample_catalog_image(
+    registry: &crate::registry::Registry,
+) -> Result<(String, String), DevEnvError> {
     let source = repo_root().join("config/samples/catalog");
     // The catalog names its bundles under an example host; point them at the local registry.
     let rewritten = tempfile::Builder::new()
@@ -395,19 +409,11 @@ async fn push_sample_catalog(env: &mut DevEnv) -> Result<(), DevEnvError> {
         &format!("{}/olm/", registry.host()),
     )
     .map_err(DevEnvError::step("sample catalog image"))?;
-
     let pushed =
         crate::images::push_catalog(registry, "olm/example-catalog:latest", rewritten.path())
             .await
             .map_err(DevEnvError::step("sample catalog image"))?;
-    let image = registry.image("olm/example-catalog:latest");
-    println!(
-        "olm-dev-env: pushed {image} ({}) from {}",
-        pushed.digest,
-        source.display()
-    );
-    env.catalog_image = Some(image);
-    Ok(())
+    Ok((registry.image("olm/example-catalog:latest"), pushed.digest))
 }
 
 fn free_port() -> Result<u16, DevEnvError> {
@@ -550,11 +556,29 @@ pub fn sample_bundles(catalog_dir: &Path, bundles_dir: &Path) -> Result<Vec<Samp
 
 /// Pushes the image of every bundle the sample catalog names (see [`sample_bundles`]).
 async fn push_sample_bundles(env: &mut DevEnv) -> Result<(), DevEnvError> {
-    let step = "sample bundle images";
     let registry = env
         .registry
         .as_ref()
-        .ok_or_else(|| fail(step, "no registry"))?;
+        .ok_or_else(|| fail("sample bundle images", "no registry"))?;
+    let bundles = push_sample_bundle_images(registry).await?;
+    println!(
+        "olm-dev-env: pushed {} bundles ({}) from {}",
+        bundles.len(),
+        bundles
+            .iter()
+            .map(|b| format!("{} {}", b.package, b.version))
+            .collect::<Vec<_>>()
+            .join(", "),
+        repo_root().join("config/samples/bundles").display()
+    );
+    Ok(())
+}
+
+/// Pushes the image of every bundle the sample catalog names (see [`sample_bundles`]).
+pub async fn push_sample_bundle_images(
+    registry: &crate::registry::Registry,
+) -> Result<Vec<SampleBundle>, DevEnvError> {
+    let step = "sample bundle images";
     let root = repo_root().join("config/samples/bundles");
     let bundles = sample_bundles(&repo_root().join("config/samples/catalog"), &root)
         .map_err(|e| fail(step, e))?;
@@ -570,17 +594,7 @@ async fn push_sample_bundles(env: &mut DevEnv) -> Result<(), DevEnvError> {
         .await
         .map_err(DevEnvError::step(step))?;
     }
-    println!(
-        "olm-dev-env: pushed {} bundles ({}) from {}",
-        bundles.len(),
-        bundles
-            .iter()
-            .map(|b| format!("{} {}", b.package, b.version))
-            .collect::<Vec<_>>()
-            .join(", "),
-        root.display()
-    );
-    Ok(())
+    Ok(bundles)
 }
 
 /// Waits until the controller `get` picks out has answered its readiness probe, watching every

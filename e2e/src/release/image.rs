@@ -9,6 +9,7 @@
 //! | path                                   | why                                                   |
 //! |----------------------------------------|-------------------------------------------------------|
 //! | `/usr/local/bin/<name>`                | the binary (DWARF stripped unless kept), the entrypoint |
+//! | `/<name>` → `usr/local/bin/<name>`     | a symlink: where upstream's images hold the binary, so upstream's manifests' `command` (`/operator-controller`, `./catalogd`) runs ours |
 //! | the libraries `ldd` lists, same paths  | a glibc binary's loader, libc, libm, libgcc_s; none for a static binary |
 //! | `/etc/passwd`, `/etc/group`            | the non-root user 65532 (`nonroot`) the image runs as |
 //! | `/etc/ssl/certs/ca-certificates.crt`   | catalogs and bundles may live on public HTTPS registries; rustls reads the system bundle |
@@ -201,6 +202,10 @@ pub fn stage_root(input: &ImageInput, root: &Path) -> Result<(), ImageBuildError
         let inside = library.to_string_lossy().into_owned();
         stage_file(root, &inside, &library)?;
     }
+    // Upstream's images hold the binary at `/<name>` and their manifests run `/operator-controller`
+    // and `./catalogd` (working directory `/`): the same paths work in ours.
+    let alias = root.join(&input.name);
+    std::os::unix::fs::symlink(binary.trim_start_matches('/'), &alias).map_err(io_at(&alias))?;
     stage_text(root, "/etc/passwd", PASSWD)?;
     stage_text(root, "/etc/group", GROUP)?;
     if let Some(bundle) = &input.ca_bundle {
