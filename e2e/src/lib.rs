@@ -26,6 +26,7 @@ pub mod images;
 pub mod kubectl;
 pub mod metrics;
 pub mod operator_controller;
+pub mod pod_sandbox;
 pub mod process;
 pub mod registry;
 pub mod release;

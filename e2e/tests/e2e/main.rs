@@ -31,4 +31,5 @@ mod release_images;
 mod release_manifest;
 mod release_storage;
 mod support;
+mod upstream_manifests;
 mod webhook_certs;
