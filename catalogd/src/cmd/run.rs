@@ -328,7 +328,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         Leadership::always()
     };
 
-    let ctx = Arc::new(Context::new(
+    let mut ctx = Context::new(
         client.clone(),
         storage.clone(),
         puller,
@@ -337,7 +337,22 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         opts.tls.is_some(),
         opts.poll_unit,
         metrics.clone(),
-    ));
+    );
+    // Replicas say what they serve, so the leader reports content as served only once every
+    // replica behind the Service can answer for it.
+    let presence = opts.leader_elect.then(|| {
+        crate::controller::replicas::Presence::new(
+            client.clone(),
+            &opts.leader_election_namespace,
+            &opts.identity,
+            crate::controller::replicas::group(opts.label_selector.as_deref()),
+            storage.clone(),
+        )
+    });
+    if let Some(presence) = &presence {
+        ctx = ctx.with_replicas(presence.clone());
+    }
+    let ctx = Arc::new(ctx);
 
     // Every replica serves content, leader or not.
     let ready = Arc::new(AtomicBool::new(false));
@@ -385,12 +400,16 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     )?);
     ready.store(true, Ordering::Release);
 
-    let mut background = vec![tokio::spawn(gc::run(
+    let mut background = Vec::new();
+    if let Some(presence) = presence {
+        background.push(tokio::spawn(presence.run(stop_work.clone())));
+    }
+    background.push(tokio::spawn(gc::run(
         ctx.clone(),
         opts.label_selector.clone(),
         opts.gc_interval,
         stop_work.clone().cancelled_owned(),
-    ))];
+    )));
     if let Some(secret) = opts.global_pull_secret.clone() {
         let (ctx, base) = (ctx.clone(), puller_config.clone());
         background.push(tokio::spawn(olm_runtime::pull_secret::watch(

@@ -1,7 +1,8 @@
 //! The ClusterCatalog controller: decisions in [`plan`], IO in [`reconcile`], step errors in
-//! [`error`], background sweeps in [`gc`].
+//! [`error`], background sweeps in [`gc`], replica presence in [`replicas`].
 
 pub mod error;
 pub mod gc;
 pub mod plan;
 pub mod reconcile;
+pub mod replicas;

@@ -209,6 +209,75 @@ pub fn serving_status(
     status
 }
 
+/// What `Progressing`'s message says while the leader waits for other replicas.
+pub const WAITING_FOR_REPLICAS: &str = "; waiting for every replica to serve it";
+
+/// Status after this replica stored `digest_ref` while the replicas in `waiting_for` do not
+/// serve it yet: the resolved source is published (followers pull it), but `Serving` and
+/// `status.urls` stay as they were (content served before is still on every replica), or
+/// `Serving` is False when nothing was served.
+#[allow(clippy::too_many_arguments)]
+pub fn waiting_status(
+    previous: &ClusterCatalogStatus,
+    generation: Option<i64>,
+    digest_ref: &str,
+    base_url: &str,
+    unpacked_at: SystemTime,
+    waiting_for: &[String],
+    now: Time,
+) -> ClusterCatalogStatus {
+    let mut status = serving_status(
+        previous,
+        generation,
+        digest_ref,
+        base_url,
+        unpacked_at,
+        now.clone(),
+    );
+    let message = format!(
+        "{MSG_UNPACKED}{WAITING_FOR_REPLICAS} ({} not yet: {})",
+        waiting_for.len(),
+        waiting_for.join(", ")
+    );
+    set_condition(
+        &mut status.conditions,
+        ConditionType::Progressing,
+        ConditionStatus::True,
+        ConditionReason::Succeeded,
+        &message,
+        generation,
+        now.clone(),
+    );
+    status.urls = previous.urls.clone();
+    status
+        .conditions
+        .retain(|c| c.type_ != ConditionType::Serving.as_str());
+    match find_condition(&previous.conditions, ConditionType::Serving) {
+        Some(serving) if serving.status == ConditionStatus::True && previous.urls.is_some() => {
+            status.conditions.push(serving.clone());
+        }
+        _ => {
+            status.urls = None;
+            set_condition(
+                &mut status.conditions,
+                ConditionType::Serving,
+                ConditionStatus::False,
+                ConditionReason::Unavailable,
+                &message,
+                generation,
+                now,
+            );
+        }
+    }
+    status
+}
+
+/// Whether the status is one [`waiting_status`] wrote.
+pub fn is_waiting(status: &ClusterCatalogStatus) -> bool {
+    find_condition(&status.conditions, ConditionType::Progressing)
+        .is_some_and(|c| c.message.contains(WAITING_FOR_REPLICAS))
+}
+
 /// Status after a failed unpack or store: Progressing says why; whatever was served before is
 /// still served, so Serving and the resolved source are left as they were.
 pub fn error_status(

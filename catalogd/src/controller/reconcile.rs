@@ -35,6 +35,7 @@ use tokio::sync::watch;
 
 use super::error::{CleanupError, PublishError, SourceError, StoreError};
 use super::plan::{self, Local, Plan};
+use super::replicas::Presence;
 use crate::ingest::ingest_dir;
 use crate::metrics::Metrics;
 use crate::storage::Storage;
@@ -60,6 +61,9 @@ pub struct Context {
     pub metrics: Metrics,
     last_poll: Mutex<HashMap<String, SystemTime>>,
     backoff: Backoff,
+    /// This replica's Lease among its peers (`--leader-elect` only): the leader reports content
+    /// as served once every live replica serves it.
+    pub replicas: Option<Arc<Presence>>,
 }
 
 impl Context {
@@ -85,6 +89,21 @@ impl Context {
             metrics,
             last_poll: Mutex::new(HashMap::new()),
             backoff: Backoff::new(BACKOFF_INITIAL, BACKOFF_CAP),
+            replicas: None,
+        }
+    }
+
+    /// With replica presence (see [`super::replicas`]).
+    pub fn with_replicas(mut self, presence: Arc<Presence>) -> Context {
+        self.replicas = Some(presence);
+        self
+    }
+
+    /// The replicas that do not serve `digest` for `catalog` yet (none without presence).
+    async fn replicas_missing(&self, catalog: &str, digest: &str) -> Vec<String> {
+        match &self.replicas {
+            Some(presence) => presence.missing(catalog, digest).await,
+            None => Vec::new(),
         }
     }
 
@@ -207,12 +226,70 @@ async fn reconcile_catalog(
         None => catalog.clone(),
     };
     let executed = execute(&plan, catalog, ctx).await?;
+    if matches!(executed, Executed::Stored { .. } | Executed::Removed { .. })
+        && let Some(presence) = &ctx.replicas
+    {
+        presence.content_changed();
+    }
 
-    // Outcome, then status.
+    // Outcome, then status. Content is reported as served once every live replica serves it.
+    let mut waiting = false;
     if let Some(publisher) = &publisher {
         let base_url = plan::base_url(&ctx.external_address, ctx.tls, &name);
-        let outcome = outcome(catalog, &executed, &base_url, now_time());
+        let mut outcome = outcome(catalog, &executed, &base_url, now_time());
+        let previous = catalog.status.clone().unwrap_or_default();
+        match &executed {
+            Executed::Stored {
+                digest_ref,
+                unpacked_at,
+            } => {
+                let missing = ctx.replicas_missing(&name, digest_ref).await;
+                if !missing.is_empty() {
+                    waiting = true;
+                    outcome.status = Some(plan::waiting_status(
+                        &previous,
+                        catalog.metadata.generation,
+                        digest_ref,
+                        &base_url,
+                        *unpacked_at,
+                        &missing,
+                        now_time(),
+                    ));
+                }
+            }
+            Executed::UpToDate if plan::is_waiting(&previous) => {
+                if let Some(digest_ref) = local.served_digest_ref.as_deref() {
+                    let missing = ctx.replicas_missing(&name, digest_ref).await;
+                    waiting = !missing.is_empty();
+                    if !waiting {
+                        let unpacked_at = previous
+                            .last_unpacked
+                            .as_ref()
+                            .map(|t| {
+                                SystemTime::UNIX_EPOCH
+                                    + Duration::from_secs(
+                                        u64::try_from(t.0.as_second()).unwrap_or(0),
+                                    )
+                            })
+                            .unwrap_or_else(SystemTime::now);
+                        outcome.status = Some(plan::serving_status(
+                            &previous,
+                            catalog.metadata.generation,
+                            digest_ref,
+                            &base_url,
+                            unpacked_at,
+                            now_time(),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
         publisher.publish(&current, &outcome).await?;
+    }
+    if waiting {
+        // Followers renew their Leases every few seconds; look again soon.
+        return Ok(Action::requeue(Duration::from_secs(2)));
     }
     match executed {
         Executed::Removed { .. } => Ok(Action::await_change()),

@@ -413,6 +413,120 @@ async fn every_replica_serves_content_and_a_follower_takes_over_when_the_leader_
     delete_namespace(&client, &ns).await;
 }
 
+/// Issue 24 item 8 (upstream #2819): with two replicas behind a Service, the leader reports a
+/// catalog as Serving, with its URL, only once the other replica serves it too. The follower here
+/// cannot pull (its registries.conf blocks the registry), so the catalog stays not Serving; once
+/// it stops (and drops its replica Lease) the leader reports Serving.
+#[tokio::test]
+async fn a_catalog_is_reported_served_only_once_every_replica_serves_it() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let ns = create_namespace(&client, "catalogd-replicas").await;
+    let repo = unique_name("replicas");
+    push_catalog(&env.registry, &format!("{repo}:v1"), &test_catalog("v1"))
+        .await
+        .unwrap();
+    let instance = unique_name("cd");
+    let leader = Catalogd::start(Options {
+        instance: instance.clone(),
+        leader_election_namespace: Some(&ns),
+        identity: Some("replica-leader"),
+        ..Options::new(&env.registry)
+    })
+    .await;
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), &ns);
+    leader
+        .eventually("the first replica to lead", || async {
+            let lease = leases.get(LEADER_LEASE).await.ok()?;
+            lease
+                .spec?
+                .holder_identity?
+                .starts_with("replica-leader")
+                .then_some(())
+        })
+        .await;
+    let blocked = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        blocked.path(),
+        format!(
+            "[[registry]]\nlocation = \"{}\"\nblocked = true\n",
+            env.registry.host()
+        ),
+    )
+    .unwrap();
+    let mut follower = Catalogd::start(Options {
+        instance: instance.clone(),
+        leader_election_namespace: Some(&ns),
+        identity: Some("replica-blocked"),
+        env: vec![(
+            "CONTAINERS_REGISTRIES_CONF".into(),
+            blocked.path().display().to_string(),
+        )],
+        ..Options::new(&env.registry)
+    })
+    .await;
+    leader
+        .eventually("the follower's replica Lease", || async {
+            let list = leases
+                .list(
+                    &kube::api::ListParams::default()
+                        .labels(catalogd::controller::replicas::GROUP_LABEL),
+                )
+                .await
+                .ok()?;
+            (list.items.len() == 2).then_some(())
+        })
+        .await;
+
+    let api = catalogs().await;
+    let name = leader
+        .create_catalog(
+            &api,
+            "replicas",
+            &env.registry.image(&format!("{repo}:v1")),
+            None,
+        )
+        .await;
+    let path = all_path(&name);
+    leader
+        .eventually("the leader to serve the content", || async {
+            (leader.get(&path).await.status() == 200).then_some(())
+        })
+        .await;
+    let waiting = leader
+        .eventually("the status to say it waits for the follower", || async {
+            let status = api.get(&name).await.ok()?.status?;
+            let progressing = find_condition(&status.conditions, ConditionType::Progressing)?;
+            progressing
+                .message
+                .contains("waiting for every replica to serve it")
+                .then_some(status)
+        })
+        .await;
+    let serving = find_condition(&waiting.conditions, ConditionType::Serving).unwrap();
+    assert_eq!(serving.status.as_str(), "False", "{serving:?}");
+    assert!(
+        serving.message.contains("replica-blocked"),
+        "{}",
+        serving.message
+    );
+    assert!(waiting.urls.is_none(), "{:?}", waiting.urls);
+    assert_eq!(follower.get(&path).await.status(), 404);
+    // Still withheld a few renewals later: the follower never serves it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let status = api.get(&name).await.unwrap().status.unwrap();
+    assert!(status.urls.is_none());
+
+    // The follower leaves (its Lease goes with it): the leader alone serves, and says so.
+    follower.stop();
+    let served = leader.wait_serving(&api, &name).await;
+    assert!(served.status.unwrap().urls.is_some());
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    leader.wait_deleted(&api, &name).await;
+    delete_namespace(&client, &ns).await;
+}
+
 /// catalogd's RBAC exactly as the release manifest carries it (`config/rbac/catalogd`, rendered
 /// by olm_e2e::release), moved into `namespace` and renamed with `suffix` so parallel runs do not
 /// collide.

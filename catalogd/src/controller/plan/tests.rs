@@ -340,3 +340,65 @@ fn a_step_error_is_reported_through_its_condition_contract() {
         );
     }
 }
+
+#[test]
+fn waiting_for_replicas_keeps_what_was_served_and_withholds_what_was_not() {
+    use olm_api::v1::ClusterCatalogUrls;
+    let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    let waiting = ["replica-b".to_string()];
+    // Nothing served before: Serving False, no URL.
+    let fresh = ClusterCatalogStatus::default();
+    let status = waiting_status(
+        &fresh,
+        Some(1),
+        "r@sha256:1",
+        "https://c/catalogs/x",
+        SystemTime::UNIX_EPOCH,
+        &waiting,
+        now.clone(),
+    );
+    assert!(status.urls.is_none());
+    assert_eq!(
+        status
+            .resolved_source
+            .as_ref()
+            .map(|r| r.image.ref_.as_str()),
+        Some("r@sha256:1")
+    );
+    let serving = find_condition(&status.conditions, ConditionType::Serving).unwrap();
+    assert_eq!(serving.status, ConditionStatus::False);
+    assert!(
+        serving.message.contains("(1 not yet: replica-b)"),
+        "{}",
+        serving.message
+    );
+    assert!(is_waiting(&status));
+    // Served before: Serving and the URL stay (the old content is on every replica).
+    let before = serving_status(
+        &fresh,
+        Some(1),
+        "r@sha256:0",
+        "https://c/catalogs/x",
+        SystemTime::UNIX_EPOCH,
+        now.clone(),
+    );
+    let status = waiting_status(
+        &before,
+        Some(2),
+        "r@sha256:1",
+        "https://c/catalogs/x",
+        SystemTime::UNIX_EPOCH,
+        &waiting,
+        now.clone(),
+    );
+    assert_eq!(
+        status.urls,
+        Some(ClusterCatalogUrls {
+            base: "https://c/catalogs/x".into()
+        })
+    );
+    let serving = find_condition(&status.conditions, ConditionType::Serving).unwrap();
+    assert_eq!(serving.status, ConditionStatus::True);
+    assert!(is_waiting(&status));
+    assert!(!is_waiting(&before));
+}
