@@ -49,6 +49,11 @@ pub enum Command {
     /// configuration, 2 for usage errors, 3 when the image cannot be pulled.
     #[command(after_help = EXIT_STATUS_HELP)]
     Render(cmd::render::RenderArgs),
+    /// Explain why the resolver chooses a bundle and why not each other bundle of the package
+    /// (catalog directories, catalogd URLs, or `--extension NAME` on a cluster); exit 0 chosen,
+    /// 1 nothing resolves (explanation printed all the same), 2 usage, 3 runtime failure.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Explain(Box<cmd::explain::Args>),
 }
 
 /// Runs the parsed command with the process's stdout and stderr.
@@ -64,6 +69,7 @@ pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
         Command::Resolve(args) => cmd::resolve::run(&args, out, err),
         Command::CrdUpgradeCheck(args) => cmd::crd_upgrade_check::run(&args, out, err),
         Command::Render(args) => cmd::render::run(&args, out, err),
+        Command::Explain(args) => cmd::explain::run(&args, out, err),
     }
 }
 
