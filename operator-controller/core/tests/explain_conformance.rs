@@ -453,3 +453,66 @@ fn explain_agrees_with_the_resolver_on_every_package_of_the_real_catalogs() {
     assert_eq!(tally.cases, 1_426);
     assert_eq!(graphs, 2 * (48 + 29));
 }
+
+/// The resolver's short-cut evaluation ([`CandidateRules::candidates`]) and the complete one the
+/// explanation reads ([`CandidateRules::verdicts`]) find the same candidates, on every fixture and
+/// every real package, for rule combinations with each rule on and off.
+#[test]
+fn complete_verdicts_and_the_resolvers_candidates_agree() {
+    use olm_api::version::masterminds::Constraints;
+    use olm_operator_core::resolve::filter::{CandidateRules, Successors};
+    let mut contents: Vec<Arc<PackageContent>> = fixtures()
+        .into_iter()
+        .flat_map(|(_, _, catalogs)| catalogs.into_iter().map(|(_, c)| c))
+        .collect();
+    for dir in [
+        "catalogs/certified-operators/catalogs/v4.22",
+        "catalogs/community-operators-prod/catalogs/v4.22",
+    ] {
+        contents.extend(packages(&testdata(dir)).into_iter().map(|(_, c)| c));
+    }
+    let range = Constraints::parse(">=1.0.0 <3.0.0").unwrap();
+    let mut checked = 0;
+    for content in &contents {
+        let channels: Vec<String> = content
+            .channels()
+            .iter()
+            .take(1)
+            .map(|c| c.channel.name.clone())
+            .collect();
+        let installed: Vec<Successors> = content
+            .bundles()
+            .iter()
+            .step_by(3)
+            .filter_map(|b| {
+                let v = b.version.as_ref().ok()?.to_string();
+                Successors::new(&installed(&b.bundle.name, &v)).ok()
+            })
+            .collect();
+        for channels in [&[][..], &channels[..]] {
+            for range in [None, Some(&range)] {
+                for successors in std::iter::once(None).chain(installed.iter().map(Some)) {
+                    let rules = CandidateRules {
+                        channels,
+                        range,
+                        successors,
+                    };
+                    let mut eligible: Vec<usize> = rules
+                        .verdicts(content)
+                        .iter()
+                        .filter(|v| v.eligible())
+                        .map(|v| v.index)
+                        .collect();
+                    let mut candidates: Vec<usize> =
+                        rules.candidates(content).iter().map(|b| b.index).collect();
+                    eligible.sort();
+                    candidates.sort();
+                    assert_eq!(eligible, candidates);
+                    checked += 1;
+                }
+            }
+        }
+    }
+    println!("{checked} rule sets over {} contents", contents.len());
+    assert_eq!(checked, 2_004);
+}

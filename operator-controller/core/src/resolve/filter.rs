@@ -167,8 +167,7 @@ impl CandidateRules<'_> {
     /// Every candidate of this catalog, best first (upstream's stable sort).
     pub fn candidates(&self, content: &PackageContent) -> Vec<Best> {
         let mut out: Vec<Best> = self
-            .verdicts(content)
-            .into_iter()
+            .evaluate(content, false)
             .filter(Verdict::eligible)
             .map(|v| Best {
                 index: v.index,
@@ -202,6 +201,16 @@ impl CandidateRules<'_> {
 
     /// Every bundle of this catalog against every rule, in content order.
     pub fn verdicts(&self, content: &PackageContent) -> Vec<Verdict> {
+        self.evaluate(content, true).collect()
+    }
+
+    /// The verdicts; unless `complete`, the rules after the first that fails are not checked
+    /// (reported as holding), which decides eligibility alike at a lower cost.
+    fn evaluate<'c>(
+        &'c self,
+        content: &'c PackageContent,
+        complete: bool,
+    ) -> impl Iterator<Item = Verdict> + 'c {
         let visible = self.visible_channels(content);
         let in_channels: Option<HashSet<&str>> = (!self.channels.is_empty()).then(|| {
             visible
@@ -217,25 +226,30 @@ impl CandidateRules<'_> {
             .bundles()
             .iter()
             .enumerate()
-            .map(|(index, candidate)| {
+            .map(move |(index, candidate)| {
                 let name = candidate.bundle.name.as_str();
                 let version = candidate.version.as_ref().ok();
+                let in_channels = in_channels.as_ref().is_none_or(|set| set.contains(name));
+                let in_range = (!complete && !in_channels)
+                    || self
+                        .range
+                        .is_none_or(|range| version.is_some_and(|v| range.matches(&v.version)));
+                let skip = !(complete || (in_channels && in_range));
+                let successor = successors
+                    .as_ref()
+                    .map(|(names, installed)| SuccessorVerdict {
+                        edge: skip || names.contains(name),
+                        stays: !skip && version.is_some_and(|v| v == *installed),
+                    });
+                let skip = skip || (!complete && successor.is_some_and(|s| !s.edge && !s.stays));
                 Verdict {
                     index,
-                    in_channels: in_channels.as_ref().is_none_or(|set| set.contains(name)),
-                    in_range: self
-                        .range
-                        .is_none_or(|range| version.is_some_and(|v| range.matches(&v.version))),
-                    successor: successors
-                        .as_ref()
-                        .map(|(names, installed)| SuccessorVerdict {
-                            edge: names.contains(name),
-                            stays: version.is_some_and(|v| v == *installed),
-                        }),
-                    deprecated: content.is_bundle_deprecated(name),
+                    in_channels,
+                    in_range,
+                    successor,
+                    deprecated: !skip && content.is_bundle_deprecated(name),
                 }
             })
-            .collect()
     }
 }
 
