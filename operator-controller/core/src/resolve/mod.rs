@@ -22,6 +22,10 @@
 //!    (`olm.package.required`, `olm.gvk.required`, `olm.constraint`): validation happens after
 //!    the choice, so such a bundle is an error, not skipped.
 //!
+//! The walk also records what it decided on the way (picks passed over for deprecation, picks
+//! outranked by priority); [`explain`] reads that record and the per-bundle verdicts of
+//! [`filter`] to say why each bundle was or was not chosen, on this very code path.
+//!
 //! Combining catalog picks during the walk (upstream's rule):
 //!
 //! | picks so far      | this catalog's pick | result                                   |
