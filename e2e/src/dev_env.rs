@@ -749,6 +749,14 @@ async fn apply_sample_extension(env: &mut DevEnv, opts: &Options) -> Result<(), 
         "kubectl get clusterextensions".to_string(),
         format!("kubectl get clusterextension {SAMPLE_EXTENSION} -o yaml"),
         format!("kubectl -n {SAMPLE_NAMESPACE} get deployments,serviceaccounts"),
+    ]);
+    if let Ok(bin) = Assets::products().and_then(|a| a.binary("operator-controller")) {
+        env.try_commands.push(format!(
+            "{} explain --extension {SAMPLE_EXTENSION}   # why this bundle, and the upgrade path",
+            bin.display()
+        ));
+    }
+    env.try_commands.extend([
         format!(
             "kubectl patch clusterextension {SAMPLE_EXTENSION} --type merge -p '{{\"spec\":{{\"source\":{{\"catalog\":{{\"version\":\"1.2.0\"}}}}}}}}'   # upgrade"
         ),

@@ -51,6 +51,11 @@ pub enum Command {
     Render(cmd::render::RenderArgs),
     /// Print the version (upstream's `version` command).
     Version,
+    /// Explain why the resolver chooses a bundle and why not each other bundle of the package
+    /// (catalog directories, catalogd URLs, or `--extension NAME` on a cluster); exit 0 chosen,
+    /// 1 nothing resolves (explanation printed all the same), 2 usage, 3 runtime failure.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Explain(Box<cmd::explain::Args>),
 }
 
 /// Runs the parsed command with the process's stdout and stderr.
@@ -70,6 +75,7 @@ pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
             let _ = writeln!(out, "operator-controller {}", env!("CARGO_PKG_VERSION"));
             Exit::Ok
         }
+        Command::Explain(args) => cmd::explain::run(&args, out, err),
     }
 }
 

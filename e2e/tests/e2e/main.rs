@@ -14,6 +14,7 @@ mod catalogd;
 mod catalogd_in_process;
 mod control_plane;
 mod dev_env;
+mod explain;
 mod extension_dropin;
 mod extension_gating;
 mod extension_install;

@@ -2,6 +2,7 @@
 //! `run`.
 
 pub mod crd_upgrade_check;
+pub mod explain;
 pub mod render;
 pub mod resolve;
 pub mod run;

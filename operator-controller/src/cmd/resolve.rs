@@ -115,15 +115,15 @@ pub struct Args {
     pub catalogd_read: ReadIdleArgs,
 }
 
-/// Everything `resolve` needs, checked before anything is fetched.
-struct Plan {
-    filter: CatalogFilter,
-    installed: Option<InstalledBundle>,
-    catalogs: Vec<CatalogInfo>,
-    sources: BTreeMap<String, CatalogSource>,
+/// Everything `resolve` (and `explain`) needs, checked before anything is fetched.
+pub(crate) struct Plan {
+    pub(crate) filter: CatalogFilter,
+    pub(crate) installed: Option<InstalledBundle>,
+    pub(crate) catalogs: Vec<CatalogInfo>,
+    pub(crate) sources: BTreeMap<String, CatalogSource>,
 }
 
-fn plan(args: &Args) -> Result<Plan, String> {
+pub(crate) fn plan(args: &Args) -> Result<Plan, String> {
     let mut priorities: BTreeMap<String, i32> = BTreeMap::new();
     for p in &args.priorities {
         let (name, value) = p
@@ -278,7 +278,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
 }
 
 /// Fetches the package from every selected catalog at once.
-async fn fetch_all<'c>(
+pub(crate) async fn fetch_all<'c>(
     sources: &BTreeMap<String, CatalogSource>,
     selected: &[&'c CatalogInfo],
     package: &str,

@@ -55,11 +55,28 @@ impl Successors {
         })
     }
 
+    /// The installed bundle's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The installed version and release.
+    pub fn version_release(&self) -> &VersionRelease {
+        &self.version_release
+    }
+
+    /// Which upgrade edges from the installed bundle `entry` declares.
+    pub fn edges(&self, entry: &ChannelEntry, skip_range: Option<&Range>) -> Edges {
+        Edges {
+            replaces: entry.replaces.as_deref().unwrap_or("") == self.name,
+            skips: entry.skips.contains(&self.name),
+            skip_range: skip_range.is_some_and(|r| r.matches(&self.version)),
+        }
+    }
+
     /// Whether `entry` declares an upgrade edge from the installed bundle.
     fn is_edge(&self, entry: &ChannelEntry, skip_range: Option<&Range>) -> bool {
-        entry.replaces.as_deref().unwrap_or("") == self.name
-            || entry.skips.contains(&self.name)
-            || skip_range.is_some_and(|r| r.matches(&self.version))
+        self.edges(entry, skip_range).any()
     }
 
     /// Names of the bundles some visible channel entry makes a successor.
@@ -73,6 +90,53 @@ impl Successors {
             }
         }
         names
+    }
+}
+
+/// The upgrade edges one channel entry declares from the installed bundle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Edges {
+    pub replaces: bool,
+    pub skips: bool,
+    pub skip_range: bool,
+}
+
+impl Edges {
+    pub fn any(&self) -> bool {
+        self.replaces || self.skips || self.skip_range
+    }
+}
+
+/// How one bundle fares against each rule: the checks [`CandidateRules::candidates`] makes,
+/// kept whole so that an explanation can say which rule a bundle fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Index into [`PackageContent::bundles`].
+    pub index: usize,
+    /// False only when channels are requested and none of them lists the bundle.
+    pub in_channels: bool,
+    /// False only when a range is requested and the version is outside it (or unreadable).
+    pub in_range: bool,
+    /// `None` when the successor rule does not apply.
+    pub successor: Option<SuccessorVerdict>,
+    /// Whether the catalog deprecates the bundle (bundle-level entry).
+    pub deprecated: bool,
+}
+
+/// The successor rule's two ways of holding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SuccessorVerdict {
+    /// A visible channel entry with the bundle's name replaces, skips or skipRange-covers the
+    /// installed bundle.
+    pub edge: bool,
+    /// The bundle's version and release equal the installed ones ("stay where you are").
+    pub stays: bool,
+}
+
+impl Verdict {
+    /// Whether every rule that applies holds: the bundle is a candidate.
+    pub fn eligible(&self) -> bool {
+        self.in_channels && self.in_range && self.successor.is_none_or(|s| s.edge || s.stays)
     }
 }
 
@@ -102,48 +166,14 @@ impl CandidateRules<'_> {
 
     /// Every candidate of this catalog, best first (upstream's stable sort).
     pub fn candidates(&self, content: &PackageContent) -> Vec<Best> {
-        let visible: Vec<&ChannelContent> = if self.channels.is_empty() {
-            content.channels().iter().collect()
-        } else {
-            content
-                .channels()
-                .iter()
-                .filter(|c| self.channels.contains(&c.channel.name))
-                .collect()
-        };
-        let in_channels: Option<HashSet<&str>> = (!self.channels.is_empty()).then(|| {
-            visible
-                .iter()
-                .flat_map(|c| c.channel.entries.iter().map(|e| e.name.as_str()))
-                .collect()
-        });
-        let successors = self
-            .successors
-            .map(|s| (s.successor_names(&visible), &s.version_release));
-
-        let mut out = Vec::new();
-        for (index, candidate) in content.bundles().iter().enumerate() {
-            let name = candidate.bundle.name.as_str();
-            let version = candidate.version.as_ref().ok();
-            if in_channels.as_ref().is_some_and(|set| !set.contains(name)) {
-                continue;
-            }
-            if let Some(range) = self.range
-                && !version.is_some_and(|v| range.matches(&v.version))
-            {
-                continue;
-            }
-            if let Some((names, installed)) = &successors {
-                let stays = version.is_some_and(|v| v == *installed);
-                if !stays && !names.contains(name) {
-                    continue;
-                }
-            }
-            out.push(Best {
-                index,
-                deprecated: content.is_bundle_deprecated(name),
-            });
-        }
+        let mut out: Vec<Best> = self
+            .evaluate(content, false)
+            .filter(Verdict::eligible)
+            .map(|v| Best {
+                index: v.index,
+                deprecated: v.deprecated,
+            })
+            .collect();
         let bundles = content.bundles();
         out.sort_by(|a, b| {
             rank(
@@ -155,10 +185,81 @@ impl CandidateRules<'_> {
         });
         out
     }
+
+    /// The channels whose entries count: the requested ones, or all when none is requested.
+    pub fn visible_channels<'c>(&self, content: &'c PackageContent) -> Vec<&'c ChannelContent> {
+        if self.channels.is_empty() {
+            content.channels().iter().collect()
+        } else {
+            content
+                .channels()
+                .iter()
+                .filter(|c| self.channels.contains(&c.channel.name))
+                .collect()
+        }
+    }
+
+    /// Every bundle of this catalog against every rule, in content order.
+    pub fn verdicts(&self, content: &PackageContent) -> Vec<Verdict> {
+        self.evaluate(content, true).collect()
+    }
+
+    /// The verdicts; unless `complete`, the rules after the first that fails are not checked
+    /// (reported as holding), which decides eligibility alike at a lower cost.
+    fn evaluate<'c>(
+        &'c self,
+        content: &'c PackageContent,
+        complete: bool,
+    ) -> impl Iterator<Item = Verdict> + 'c {
+        let visible = self.visible_channels(content);
+        let in_channels: Option<HashSet<&str>> = (!self.channels.is_empty()).then(|| {
+            visible
+                .iter()
+                .flat_map(|c| c.channel.entries.iter().map(|e| e.name.as_str()))
+                .collect()
+        });
+        let successors = self
+            .successors
+            .map(|s| (s.successor_names(&visible), &s.version_release));
+
+        content
+            .bundles()
+            .iter()
+            .enumerate()
+            .map(move |(index, candidate)| {
+                let name = candidate.bundle.name.as_str();
+                let version = candidate.version.as_ref().ok();
+                let in_channels = in_channels.as_ref().is_none_or(|set| set.contains(name));
+                let in_range = (!complete && !in_channels)
+                    || self
+                        .range
+                        .is_none_or(|range| version.is_some_and(|v| range.matches(&v.version)));
+                let skip = !(complete || (in_channels && in_range));
+                let successor = successors
+                    .as_ref()
+                    .map(|(names, installed)| SuccessorVerdict {
+                        edge: skip || names.contains(name),
+                        stays: !skip && version.is_some_and(|v| v == *installed),
+                    });
+                let skip = skip || (!complete && successor.is_some_and(|s| !s.edge && !s.stays));
+                Verdict {
+                    index,
+                    in_channels,
+                    in_range,
+                    successor,
+                    deprecated: !skip && content.is_bundle_deprecated(name),
+                }
+            })
+    }
 }
 
 /// `Less` when `a` ranks before `b`.
-fn rank(a: &BundleContent, a_deprecated: bool, b: &BundleContent, b_deprecated: bool) -> Ordering {
+pub fn rank(
+    a: &BundleContent,
+    a_deprecated: bool,
+    b: &BundleContent,
+    b_deprecated: bool,
+) -> Ordering {
     a_deprecated
         .cmp(&b_deprecated)
         .then_with(|| compare_optional(b.version.as_ref().ok(), a.version.as_ref().ok()))

@@ -22,6 +22,10 @@
 //!    (`olm.package.required`, `olm.gvk.required`, `olm.constraint`): validation happens after
 //!    the choice, so such a bundle is an error, not skipped.
 //!
+//! The walk also records what it decided on the way (picks passed over for deprecation, picks
+//! outranked by priority); [`explain`] reads that record and the per-bundle verdicts of
+//! [`filter`] to say why each bundle was or was not chosen, on this very code path.
+//!
 //! Combining catalog picks during the walk (upstream's rule):
 //!
 //! | picks so far      | this catalog's pick | result                                   |
@@ -40,6 +44,7 @@
 pub mod content;
 pub mod deprecation;
 pub mod error;
+pub mod explain;
 pub mod filter;
 pub mod selector;
 
@@ -188,7 +193,7 @@ impl<'a> Resolver<'a> {
             let content = fetch(catalog).map_err(|source| self.fetch_error(catalog, source))?;
             self.consider(catalog, content, &mut walk)?;
         }
-        self.finish(walk)
+        self.finish(&mut walk)
     }
 
     /// Steps 3 to 5 over content fetched beforehand for the catalogs of
@@ -197,14 +202,40 @@ impl<'a> Resolver<'a> {
         &self,
         fetched: impl IntoIterator<Item = (&'c CatalogInfo, Result<Arc<PackageContent>, FetchError>)>,
     ) -> Result<Resolution, ResolveError> {
+        self.walk_fetched(fetched).1
+    }
+
+    /// [`Resolver::resolve_fetched`], also returning what the walk decided on the way (which
+    /// catalog picks were passed over and why, which survived priority), for
+    /// [`explain`](self::explain).
+    fn walk_fetched<'c>(
+        &self,
+        fetched: impl IntoIterator<Item = (&'c CatalogInfo, Result<Arc<PackageContent>, FetchError>)>,
+    ) -> (Walk, Result<Resolution, ResolveError>) {
         let mut fetched: Vec<_> = fetched.into_iter().collect();
         fetched.sort_by(|a, b| a.0.name.cmp(&b.0.name));
         let mut walk = Walk::default();
         for (catalog, content) in fetched {
-            let content = content.map_err(|source| self.fetch_error(catalog, source))?;
-            self.consider(catalog, content, &mut walk)?;
+            let step = content
+                .map_err(|source| self.fetch_error(catalog, source))
+                .and_then(|content| self.consider(catalog, content, &mut walk));
+            if let Err(e) = step {
+                return (walk, Err(e));
+            }
         }
-        self.finish(walk)
+        let result = self.finish(&mut walk);
+        (walk, result)
+    }
+
+    /// The rules applied to each catalog's content; `successors` as the walk computed them.
+    fn rules<'r>(&'r self, successors: Option<&'r Successors>) -> CandidateRules<'r> {
+        let constrained =
+            self.filter.upgrade_constraint_policy != UpgradeConstraintPolicy::SelfCertified;
+        CandidateRules {
+            channels: &self.filter.channels,
+            range: self.range.as_ref(),
+            successors: if constrained { successors } else { None },
+        }
     }
 
     fn fetch_error(&self, catalog: &CatalogInfo, source: FetchError) -> ResolveError {
@@ -235,24 +266,25 @@ impl<'a> Resolver<'a> {
                 Successors::new(installed).map_err(|e| ResolveError::UpgradeEdges(Box::new(e)))?,
             );
         }
-        let rules = CandidateRules {
-            channels: &self.filter.channels,
-            range: self.range.as_ref(),
-            successors: if constrained {
-                walk.successors.as_ref()
-            } else {
-                None
-            },
-        };
+        let rules = self.rules(walk.successors.as_ref());
         let Some(best) = rules.best(&content) else {
             return Ok(());
         };
         if let Some(prior) = walk.picks.last() {
             if best.deprecated && !prior.deprecated {
+                walk.passed_over.push(PassedOver {
+                    catalog: catalog.name.clone(),
+                    preferred: prior.catalog.clone(),
+                });
                 return Ok(());
             }
             if !best.deprecated && prior.deprecated {
-                walk.picks.clear();
+                for p in walk.picks.drain(..) {
+                    walk.passed_over.push(PassedOver {
+                        catalog: p.catalog,
+                        preferred: catalog.name.clone(),
+                    });
+                }
             }
         }
         walk.picks.push(Pick {
@@ -266,12 +298,12 @@ impl<'a> Resolver<'a> {
     }
 
     /// The priority half of step 4, and step 5.
-    fn finish(&self, walk: Walk) -> Result<Resolution, ResolveError> {
-        let mut picks = walk.picks;
+    fn finish(&self, walk: &mut Walk) -> Result<Resolution, ResolveError> {
+        let picks = &mut walk.picks;
         if picks.len() > 1 {
             picks.sort_by_key(|p| std::cmp::Reverse(p.priority));
             if picks[0].priority != picks[1].priority {
-                picks.truncate(1);
+                walk.outranked = picks.drain(1..).collect();
             }
         }
         if picks.len() != 1 {
@@ -290,7 +322,7 @@ impl<'a> Resolver<'a> {
                 ResolveError::Ambiguous(failure)
             });
         }
-        let pick = picks.remove(0);
+        let pick = &picks[0];
         let chosen = &pick.content.bundles()[pick.index];
         let version =
             chosen
@@ -314,7 +346,7 @@ impl<'a> Resolver<'a> {
         Ok(Resolution {
             bundle: chosen.bundle.clone(),
             version,
-            catalog: pick.catalog,
+            catalog: pick.catalog.clone(),
             deprecation: pick.content.deprecation().cloned(),
         })
     }
@@ -322,8 +354,19 @@ impl<'a> Resolver<'a> {
 
 #[derive(Default)]
 struct Walk {
+    /// The picks kept; after [`Resolver::finish`], those left by the priority step.
     picks: Vec<Pick>,
     successors: Option<Successors>,
+    /// Catalog picks set aside because they are deprecated and another catalog's is not.
+    passed_over: Vec<PassedOver>,
+    /// Picks of catalogs whose priority is lower than the winner's.
+    outranked: Vec<Pick>,
+}
+
+/// A deprecated catalog pick set aside for `preferred`'s non-deprecated one.
+struct PassedOver {
+    catalog: String,
+    preferred: String,
 }
 
 /// Resolves with content fetched lazily by `fetch` (see [`Resolver::resolve_with`]).

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use olm_api::fbc::{WalkError, walk_metas_dir, walk_metas_reader};
 use olm_api::v1::{CatalogFilter, UpgradeConstraintPolicy};
+use olm_operator_core::resolve::explain::{Contents, Explanation, explain};
 use olm_operator_core::resolve::{
     CatalogInfo, InstalledBundle, PackageContent, Resolution, ResolveError, resolve,
 };
@@ -155,8 +156,20 @@ pub fn installed(name: &str, version: &str) -> InstalledBundle {
     }
 }
 
-/// Resolves over in-memory catalogs (content by catalog name).
+/// Resolves over in-memory catalogs (content by catalog name). Every call also explains the
+/// resolution and checks the explanation against the answer ([`check_explanation`]).
 pub fn resolve_in(
+    filter: &CatalogFilter,
+    installed: Option<&InstalledBundle>,
+    catalogs: &[(CatalogInfo, Arc<PackageContent>)],
+) -> Result<Resolution, ResolveError> {
+    let result = resolve_only(filter, installed, catalogs);
+    check_explanation(filter, installed, catalogs, &result);
+    result
+}
+
+/// [`resolve_in`] without the explanation check.
+pub fn resolve_only(
     filter: &CatalogFilter,
     installed: Option<&InstalledBundle>,
     catalogs: &[(CatalogInfo, Arc<PackageContent>)],
@@ -169,6 +182,127 @@ pub fn resolve_in(
             .map(|(_, content)| content.clone())
             .unwrap())
     })
+}
+
+/// The reason codes an explanation may use.
+pub const REASON_CODES: [&str; 9] = [
+    "NotInRequestedChannel",
+    "OutsideVersionRange",
+    "NotASuccessor",
+    "HigherVersionChosen",
+    "LowerCatalogPriority",
+    "CatalogNotSelected",
+    "Deprecated",
+    "SameVersionInstalled",
+    "ResolutionFailed",
+];
+
+/// Explains the resolution and checks the explanation against `resolved` (the resolver's
+/// answer for the same inputs): the same bundle or the same failure message, every bundle of
+/// every catalog listed once, reasons exactly on the bundles not chosen, codes from
+/// [`REASON_CODES`], and an upgrade path whose every step is the resolver's answer from the
+/// step before.
+pub fn check_explanation(
+    filter: &CatalogFilter,
+    installed: Option<&InstalledBundle>,
+    catalogs: &[(CatalogInfo, Arc<PackageContent>)],
+    resolved: &Result<Resolution, ResolveError>,
+) -> Explanation {
+    let infos: Vec<CatalogInfo> = catalogs.iter().map(|(c, _)| c.clone()).collect();
+    let contents: Contents = catalogs
+        .iter()
+        .map(|(c, content)| (c.name.clone(), Ok(content.clone())))
+        .collect();
+    let e = explain(filter, installed, &infos, &contents);
+    let context = || format!("{filter:?} installed {installed:?}");
+    match (&e.outcome, resolved) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(
+                (&a.bundle.name, &a.catalog, a.status_version()),
+                (&b.bundle.name, &b.catalog, b.status_version()),
+                "{}",
+                context()
+            );
+            let chosen = e.chosen().expect("the chosen bundle is listed");
+            assert_eq!(
+                (&chosen.name, &chosen.catalog),
+                (&b.bundle.name, &b.catalog)
+            );
+        }
+        (Err(a), Err(b)) => {
+            assert_eq!(a.to_string(), b.to_string(), "{}", context());
+            assert!(e.chosen().is_none(), "{}", context());
+        }
+        (a, b) => panic!(
+            "explain {:?} and resolve {:?} disagree: {}",
+            a.as_ref()
+                .map(|r| &r.bundle.name)
+                .map_err(|e| e.to_string()),
+            b.as_ref()
+                .map(|r| &r.bundle.name)
+                .map_err(|e| e.to_string()),
+            context()
+        ),
+    }
+    let mut listed = std::collections::BTreeMap::new();
+    for c in &e.candidates {
+        *listed
+            .entry((c.catalog.clone(), c.name.clone()))
+            .or_insert(0) += 1;
+        assert_eq!(c.chosen, c.reasons.is_empty(), "{c:?} {}", context());
+        for r in &c.reasons {
+            assert!(REASON_CODES.contains(&r.code.as_str()), "{r:?}");
+            assert!(r.message.ends_with('.') && r.message.len() > 20, "{r:?}");
+        }
+    }
+    assert!(listed.values().all(|n| *n == 1), "{listed:?}");
+    let expected: std::collections::BTreeMap<(String, String), i32> = catalogs
+        .iter()
+        .flat_map(|(c, content)| {
+            content
+                .bundles()
+                .iter()
+                .map(|b| ((c.name.clone(), b.bundle.name.clone()), 1))
+        })
+        .collect();
+    assert_eq!(listed, expected, "{}", context());
+    assert_eq!(e.chosen().is_some(), resolved.is_ok());
+    match (installed, &e.upgrade_path) {
+        (None, None) => {}
+        (Some(i), Some(path)) => {
+            assert_eq!(path[0], i.name);
+            match resolved {
+                Ok(r) if r.bundle.name != i.name => {
+                    assert_eq!(path.get(1), Some(&r.bundle.name), "{path:?}")
+                }
+                _ => assert!(path.len() <= 1 || path[1] != i.name, "{path:?}"),
+            }
+            // Each later step is the resolver's answer from the step before.
+            for w in path.windows(2).skip(1) {
+                let from = e
+                    .candidates
+                    .iter()
+                    .find(|c| c.name == w[0])
+                    .expect("a path step is a listed bundle");
+                let step = resolve_only(
+                    filter,
+                    Some(&InstalledBundle {
+                        name: from.name.clone(),
+                        version: from.version.clone(),
+                        release: None,
+                    }),
+                    catalogs,
+                );
+                assert_eq!(
+                    step.map(|r| r.bundle.name).ok().as_ref(),
+                    Some(&w[1]),
+                    "{path:?}"
+                );
+            }
+        }
+        (i, p) => panic!("installed {i:?} but upgrade path {p:?}"),
+    }
+    e
 }
 
 /// Catalog `name` with priority 0 holding `content`.
