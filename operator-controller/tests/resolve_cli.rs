@@ -529,11 +529,20 @@ fn usage_errors_exit_2() {
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
         assert!(stdout(&out).is_empty(), "{args:?}");
     }
-    // No subcommand at all is a usage error too; --help is not.
+    // No subcommand at all is the controller mode, as upstream's command line; without a
+    // cluster it fails as a runtime failure naming the client, not as a usage error. --help is
+    // not an error.
     let out = Command::new(env!("CARGO_BIN_EXE_operator-controller"))
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("failed to configure the Kubernetes client"),
+        "{}",
+        stderr(&out)
+    );
     let out = resolve(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains("--catalog-priority"));

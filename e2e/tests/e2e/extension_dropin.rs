@@ -20,3 +20,29 @@ async fn a_service_account_that_does_not_exist_is_ignored_as_upstream_ignores_it
     scenario.delete_extension(&ext).await;
     scenario.finish().await;
 }
+
+/// Upstream's acceptance suite runs operator-controller with `HTTPS_PROXY` set and the API
+/// server in `NO_PROXY`: the controller starts (the Kubernetes client honours `NO_PROXY`) and
+/// installs. Here the proxy does not even exist: everything the controller reaches is on
+/// 127.0.0.1, which `NO_PROXY` exempts, so nothing may go through it.
+#[tokio::test]
+async fn a_configured_proxy_with_the_api_server_exempted_does_not_stop_the_controller() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let proxy = format!("http://{closed}");
+    let mut scenario = Scenario::builder()
+        .controller_env("HTTPS_PROXY", &proxy)
+        .controller_env("HTTP_PROXY", &proxy)
+        .controller_env("NO_PROXY", "127.0.0.1,localhost")
+        .start()
+        .await;
+    let catalog = scenario.publish(Package::with_versions(&["1.0.0"])).await;
+    let ns = scenario.namespace("behind-proxy").await;
+    let ext = scenario
+        .apply_extension(ExtensionSpec::new(&catalog, &ns))
+        .await;
+    scenario.wait_for(&ext, INSTALLED).await;
+    scenario.delete_extension(&ext).await;
+    scenario.finish().await;
+}
