@@ -10,6 +10,7 @@
 //! |---|---|
 //! | `description` texts | written by this project in its own words (same meaning); every node upstream describes is described here too |
 //! | `ClusterExtension` `spec.config` | upstream's experimental field (in `experimental.yaml`, behind its `SingleOwnNamespaceInstallSupport`/`DeploymentConfig` gates), on by default here; compared with `experimental.yaml`'s node for node |
+//! | `ClusterExtension` `status.availableUpdates` and the `Latest` printer column (priority 1: `kubectl get -o wide` only) | ours (issue 25): newer bundles held back by the spec or the graph; the first five printer columns stay upstream's, in order |
 //!
 //! Anything else that differs fails the test, naming the path.
 
@@ -89,6 +90,9 @@ fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<(String, String)>
 }
 
 const CONFIG: &str = "/spec/versions[0]/schema/openAPIV3Schema/properties/spec/properties/config";
+const AVAILABLE_UPDATES: &str =
+    "/spec/versions[0]/schema/openAPIV3Schema/properties/status/properties/availableUpdates";
+const PRINTER_COLUMNS: &str = "/spec/versions[0]/additionalPrinterColumns";
 
 #[test]
 fn our_crds_are_upstreams_standard_crds_plus_the_documented_differences() {
@@ -114,7 +118,23 @@ fn our_crds_are_upstreams_standard_crds_plus_the_documented_differences() {
             if path.starts_with("/metadata/") {
                 continue;
             }
-            if name.starts_with("clusterextensions") && path == CONFIG && what == "only ours" {
+            if name.starts_with("clusterextensions")
+                && (path == CONFIG || path == AVAILABLE_UPDATES)
+                && what == "only ours"
+            {
+                continue;
+            }
+            // One column more than upstream's, at the end (the first five are compared item by
+            // item and must be equal).
+            if name.starts_with("clusterextensions")
+                && path == PRINTER_COLUMNS
+                && what == "6 items here, 5 upstream"
+            {
+                let ours = by_name(&ours, name)
+                    .pointer("/spec/versions/0/additionalPrinterColumns/5")
+                    .expect("the sixth column");
+                assert_eq!(ours["name"], "Latest");
+                assert_eq!(ours["jsonPath"], ".status.availableUpdates[0].version");
                 continue;
             }
             unexpected.push(format!("{name}{path}: {what}"));

@@ -49,6 +49,12 @@ const DNS1123_SUBDOMAIN_RULE: &str =
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Latest",
+        type_ = "string",
+        json_path = ".status.availableUpdates[0].version",
+        priority = 1
     )
 )]
 #[serde(rename_all = "camelCase")]
@@ -354,6 +360,48 @@ pub struct ClusterExtensionStatus {
     /// What is installed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install: Option<ClusterExtensionInstallStatus>,
+
+    /// Newer bundles of the package in the selected catalogs that are not what would be
+    /// installed, because the spec or the catalog's upgrade graph keeps them out; newest first,
+    /// at most 10. Refreshed on every status write from the catalogs' current content (a catalog
+    /// change re-examines the extensions whose package it holds). Empty when nothing newer is
+    /// held back or nothing is installed. An addition of this implementation: upstream's
+    /// controllers neither write nor read it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 10))]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub available_updates: Vec<AvailableUpdate>,
+}
+
+/// A newer bundle that is not installed, and what holds it back.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailableUpdate {
+    /// The bundle's name as the catalog lists it.
+    pub name: String,
+    /// The bundle's version.
+    pub version: String,
+    /// The ClusterCatalog that offers it.
+    pub catalog: String,
+    /// The first channel (by name) of that catalog listing it; empty when none does.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub channel: String,
+    /// What holds it back: `OutsideVersionRange` (widen `spec.source.catalog.version`),
+    /// `NotInRequestedChannel` (add a channel that lists it to `spec.source.catalog.channels`),
+    /// `NotASuccessor` (no upgrade edge from the installed bundle; `SelfCertified` would allow
+    /// it).
+    pub blocked_by: UpdateBlocker,
+    /// True when the catalog deprecates the bundle.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deprecated: bool,
+}
+
+/// Why an available update is not installed.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum UpdateBlocker {
+    OutsideVersionRange,
+    NotInRequestedChannel,
+    NotASuccessor,
 }
 
 /// The installed bundle.

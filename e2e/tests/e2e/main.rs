@@ -22,6 +22,7 @@ mod extension_rbac;
 mod extension_scenarios;
 mod extension_takeover;
 mod extension_trust;
+mod extension_updates;
 mod extension_upgrade;
 mod gating;
 mod loopback;

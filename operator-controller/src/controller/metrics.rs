@@ -44,6 +44,12 @@ struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpdatesLabels {
+    name: String,
+    package: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ChangeLabel {
     change: String,
 }
@@ -71,6 +77,9 @@ struct Inner {
     applied: Family<ChangeLabel, Counter>,
     pruned: Counter,
     managed: Gauge,
+    updates_available: Family<UpdatesLabels, Gauge>,
+    /// The packages each extension's updates gauge was set for.
+    update_packages: Mutex<HashMap<String, std::collections::BTreeSet<String>>>,
     /// Per extension: its state and how many objects its last apply wrote.
     known: Mutex<HashMap<String, (Option<ExtensionState>, usize)>>,
 }
@@ -134,8 +143,16 @@ impl Metrics {
             "Objects of every ClusterExtension's last apply",
             managed.clone(),
         );
+        let updates_available = Family::<UpdatesLabels, Gauge>::default();
+        registry.register(
+            "olm_clusterextension_updates_available",
+            "Newer bundles held back from a ClusterExtension by its spec or the upgrade graph (status.availableUpdates)",
+            updates_available.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
+                updates_available,
+                update_packages: Mutex::new(HashMap::new()),
                 registry: Arc::new(registry),
                 reconcile_duration,
                 reconciles,
@@ -201,11 +218,49 @@ impl Metrics {
         self.update(extension, |entry| entry.0 = state);
     }
 
+    /// How many updates `extension` (of `package`) is not getting.
+    pub fn set_updates_available(&self, extension: &str, package: &str, count: usize) {
+        self.inner
+            .update_packages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(extension.to_owned())
+            .or_default()
+            .insert(package.to_owned());
+        self.inner
+            .updates_available
+            .get_or_create(&UpdatesLabels {
+                name: extension.to_owned(),
+                package: package.to_owned(),
+            })
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
     /// Forgets a deleted extension.
     pub fn forget(&self, extension: &str) {
+        self.forget_updates(extension);
         let mut known = self.lock();
         known.remove(extension);
         self.publish(&known);
+    }
+
+    /// Drops every `olm_clusterextension_updates_available` series of `extension`.
+    fn forget_updates(&self, extension: &str) {
+        // prometheus-client cannot list a family's label sets; the gauge goes to zero for every
+        // package the extension was seen with through `set_updates_available`.
+        let packages = self
+            .inner
+            .update_packages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(extension)
+            .unwrap_or_default();
+        for package in packages {
+            self.inner.updates_available.remove(&UpdatesLabels {
+                name: extension.to_owned(),
+                package,
+            });
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Option<ExtensionState>, usize)>> {

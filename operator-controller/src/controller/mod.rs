@@ -13,6 +13,7 @@
 //! | [`preflight`] | the CRD upgrade-safety check before an install or upgrade |
 //! | [`error`] | one error per step, each with its condition reason and whether it is terminal |
 //! | [`metrics`] | the Prometheus metrics |
+//! | [`events`] | Kubernetes Events about extensions (`UpdateAvailable`) |
 //!
 //! # Finalizers
 //!
@@ -30,6 +31,7 @@
 pub mod availability;
 pub mod catalogs;
 pub mod error;
+pub mod events;
 pub mod last_apply;
 pub mod metrics;
 pub mod preflight;

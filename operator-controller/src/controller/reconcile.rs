@@ -40,6 +40,7 @@ use olm_api::v1::{
     BundleMetadata, CatalogFilter, ClusterCatalog, ClusterExtension, ConditionReason,
     ConditionStatus, ConditionType, find_condition,
 };
+use olm_api::version::release::VersionRelease;
 use olm_image::Puller;
 use olm_operator_core::apply_plan::{Availability, Identity, ObjectRef, Owner};
 use olm_operator_core::bundle;
@@ -54,6 +55,8 @@ use olm_operator_core::release::render::{ChartObject, PostRenderContext, render_
 use olm_operator_core::release::secrets::cluster_extension_owner_reference;
 use olm_operator_core::release::{Release, Status as ReleaseStatus};
 use olm_operator_core::render::{self, CertProvider, RenderOptions};
+use olm_operator_core::resolve::explain::{Contents, ReasonCode, explain};
+use olm_operator_core::resolve::updates::{AvailableUpdate, available_updates};
 use olm_operator_core::resolve::{
     CatalogSelector, ConditionValue, InstalledBundle, Resolution, Resolver, deprecation_conditions,
 };
@@ -364,6 +367,9 @@ struct Findings {
     notes: Vec<String>,
     /// When the built-in provider's next certificate step is due.
     cert_recheck: Option<Duration>,
+    /// `status.availableUpdates` from this reconcile's catalog content; `None` when it could
+    /// not be computed (the previous value stays).
+    available_updates: Option<Vec<olm_api::v1::AvailableUpdate>>,
 }
 
 /// Which Deployments `Available` is about.
@@ -385,6 +391,7 @@ impl Findings {
             deployed: Deployed::Unknown,
             notes: Vec::new(),
             cert_recheck: None,
+            available_updates: None,
         }
     }
 }
@@ -411,6 +418,7 @@ async fn reconcile_extension(
         ctx.last_applies.forget(&current.name_any());
     }
     let cert_recheck = findings.cert_recheck;
+    let available_updates = findings.available_updates.take();
 
     let progress = match &result {
         Ok(()) => Progress::Reached {
@@ -437,6 +445,9 @@ async fn reconcile_extension(
         &outcome,
         now(),
     );
+    if let Some(updates) = available_updates {
+        status.available_updates = updates;
+    }
     if let Some(versions) = &ctx.cluster_versions {
         cluster_upgradeable(&current, ctx, versions, &mut status).await;
     }
@@ -444,6 +455,7 @@ async fn reconcile_extension(
         .write(&current, current.status.as_ref(), &status)
         .await
         .map_err(PublishError::from)?;
+    updates_changed(&current, &status, ctx).await;
     ctx.metrics
         .set_state(&current.name_any(), Some(extension_state(&status)));
     result?;
@@ -453,6 +465,48 @@ async fn reconcile_extension(
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
     })
+}
+
+/// After a status write: the updates gauge, and one Event per version newly listed in
+/// `status.availableUpdates`.
+async fn updates_changed(
+    extension: &ClusterExtension,
+    status: &olm_api::v1::ClusterExtensionStatus,
+    ctx: &Context,
+) {
+    let package = extension
+        .spec
+        .source
+        .catalog
+        .as_ref()
+        .map(|c| c.package_name.clone())
+        .unwrap_or_default();
+    ctx.metrics.set_updates_available(
+        &extension.name_any(),
+        &package,
+        status.available_updates.len(),
+    );
+    let before: BTreeSet<&str> = extension
+        .status
+        .as_ref()
+        .map(|s| {
+            s.available_updates
+                .iter()
+                .map(|u| u.version.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    for update in status
+        .available_updates
+        .iter()
+        .filter(|u| !before.contains(u.version.as_str()))
+    {
+        let note = format!(
+            "{} {} is available in catalog {} but not installed: {:?}",
+            update.name, update.version, update.catalog, update.blocked_by
+        );
+        crate::controller::events::publish(&ctx.client, extension, "UpdateAvailable", &note).await;
+    }
 }
 
 fn extension_state(status: &olm_api::v1::ClusterExtensionStatus) -> ExtensionState {
@@ -531,7 +585,12 @@ async fn pipeline(
     .await;
     let resolved = match &views {
         Err(e) => Err(ReconcileError::from(CatalogListError(e.to_string()))),
-        Ok(views) => resolve(ctx, filter, installed_for_resolver.as_ref(), views).await,
+        Ok(views) => {
+            let (resolved, updates) =
+                resolve(ctx, filter, installed_for_resolver.as_ref(), views).await;
+            findings.available_updates = updates;
+            resolved
+        }
     };
     ctx.metrics
         .observe_resolution(resolve_started.elapsed().as_secs_f64());
@@ -915,19 +974,70 @@ async fn builtin_certificates(
     Ok(())
 }
 
+/// Resolves, and lists the newer bundles the spec or graph holds back
+/// ([`available_updates`]; `None` when the request cannot be read).
 async fn resolve(
     ctx: &Context,
     filter: &CatalogFilter,
     installed: Option<&InstalledBundle>,
     views: &[olm_operator_core::catalog_changes::CatalogView],
-) -> Result<Resolution, ReconcileError> {
-    let resolver = Resolver::new(filter, installed)?;
+) -> (
+    Result<Resolution, ReconcileError>,
+    Option<Vec<olm_api::v1::AvailableUpdate>>,
+) {
+    let resolver = match Resolver::new(filter, installed) {
+        Ok(resolver) => resolver,
+        Err(e) => return (Err(e.into()), None),
+    };
     let infos: Vec<_> = views.iter().map(catalog_info).collect();
     let by_name: BTreeMap<String, _> = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
     let selected = resolver.catalogs_to_search(&infos);
     let fetched =
         catalogs::fetch_packages(&ctx.catalogd, &by_name, &selected, resolver.package()).await;
-    Ok(resolver.resolve_fetched(fetched)?)
+    let updates = match installed {
+        None => Some(Vec::new()),
+        Some(installed) => {
+            let contents: Contents = fetched
+                .iter()
+                .map(|(info, result)| {
+                    (
+                        info.name.clone(),
+                        result.as_ref().map(Arc::clone).map_err(|e| e.to_string()),
+                    )
+                })
+                .collect();
+            VersionRelease::from_installed(&installed.version, installed.release.as_deref())
+                .ok()
+                .map(|version| {
+                    let explanation = explain(filter, Some(installed), &infos, &contents);
+                    available_updates(&explanation, &version)
+                        .into_iter()
+                        .map(api_update)
+                        .collect()
+                })
+        }
+    };
+    (
+        resolver.resolve_fetched(fetched).map_err(Into::into),
+        updates,
+    )
+}
+
+/// The status form of an available update.
+fn api_update(update: AvailableUpdate) -> olm_api::v1::AvailableUpdate {
+    use olm_api::v1::UpdateBlocker;
+    olm_api::v1::AvailableUpdate {
+        name: update.name,
+        version: update.version,
+        catalog: update.catalog,
+        channel: update.channel,
+        blocked_by: match update.blocked_by {
+            ReasonCode::OutsideVersionRange => UpdateBlocker::OutsideVersionRange,
+            ReasonCode::NotInRequestedChannel => UpdateBlocker::NotInRequestedChannel,
+            _ => UpdateBlocker::NotASuccessor,
+        },
+        deprecated: update.deprecated,
+    }
 }
 
 /// Whether ClusterCatalogs matching the extension's selector exist (any availability, as

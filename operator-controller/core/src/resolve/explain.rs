@@ -113,6 +113,11 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// The parsed version and release (`None`: unreadable).
+    pub fn version_release(&self) -> Option<&VersionRelease> {
+        self.parsed.as_ref()
+    }
+
     /// Whether one of the reasons has this code.
     pub fn has(&self, code: ReasonCode) -> bool {
         self.reasons.iter().any(|r| r.code == code)
@@ -138,6 +143,21 @@ pub struct Explanation {
 }
 
 impl Explanation {
+    /// The channels of `catalog` that list bundle `name`, by name.
+    pub fn channels_of(&self, catalog: &str, name: &str) -> Vec<String> {
+        let Some(content) = self.content.get(catalog) else {
+            return Vec::new();
+        };
+        let mut channels: Vec<String> = content
+            .channels()
+            .iter()
+            .filter(|c| c.channel.entries.iter().any(|e| e.name == name))
+            .map(|c| c.channel.name.clone())
+            .collect();
+        channels.sort();
+        channels
+    }
+
     /// The chosen candidate, if any.
     pub fn chosen(&self) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.chosen)

@@ -47,6 +47,7 @@ pub mod error;
 pub mod explain;
 pub mod filter;
 pub mod selector;
+pub mod updates;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

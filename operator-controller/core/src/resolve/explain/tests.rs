@@ -416,3 +416,55 @@ fn the_graph_marks_installed_chosen_and_rejected_bundles() {
     assert!(d.contains(r#"label="replaces (c/stable)""#), "{d}");
     assert!(d.trim_end().ends_with('}'));
 }
+
+mod updates {
+    use super::*;
+    use crate::resolve::updates::{AvailableUpdate, MAX_UPDATES, available_updates};
+    use olm_api::version::release::VersionRelease;
+
+    fn updates(f: &CatalogFilter, inst: &str) -> Vec<(String, String, &'static str)> {
+        let e = run(f, Some(&installed(inst)), &one(fixture(&[])));
+        let installed = VersionRelease::from_installed(inst, None).unwrap();
+        available_updates(&e, &installed)
+            .into_iter()
+            .map(|u: AvailableUpdate| (u.version, u.channel, u.blocked_by.as_str()))
+            .collect()
+    }
+
+    fn row(v: &str, ch: &str, code: &'static str) -> (String, String, &'static str) {
+        (v.to_owned(), ch.to_owned(), code)
+    }
+
+    #[test]
+    fn a_pin_lists_every_newer_bundle_as_outside_the_range_newest_first() {
+        assert_eq!(
+            updates(&filter(&[], "1.1.0"), "1.1.0"),
+            [
+                row("2.1.0", "fast", "OutsideVersionRange"),
+                row("2.0.0", "fast", "OutsideVersionRange"),
+                row("1.2.0", "stable", "OutsideVersionRange"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_channel_hides_newer_bundles_of_other_channels_beyond_the_chosen_one() {
+        // stable offers 2.0.0 (chosen, skipRange); 2.1.0 is only in fast.
+        assert_eq!(
+            updates(&filter(&["stable"], ""), "1.2.0"),
+            [row("2.1.0", "fast", "NotInRequestedChannel")]
+        );
+    }
+
+    #[test]
+    fn nothing_is_listed_at_the_newest_version_or_when_the_upgrade_is_taken() {
+        assert!(updates(&filter(&[], ""), "2.1.0").is_empty());
+        // 1.0.0 installed, no constraint: 1.1.0 is chosen (replaces); 2.x are not successors.
+        let listed = updates(&filter(&[], ""), "1.0.0");
+        assert!(
+            listed.iter().all(|(v, _, _)| v.as_str() > "1.1.0"),
+            "{listed:?}"
+        );
+        assert!(listed.len() <= MAX_UPDATES);
+    }
+}
