@@ -142,7 +142,15 @@ fn lenient_mode_turns_what_serving_and_resolution_tolerate_into_warnings() {
 #[test]
 fn usage_errors_exit_two() {
     assert_eq!(catalogd(&["validate"]).status.code(), Some(2));
-    assert_eq!(catalogd(&[]).status.code(), Some(2));
+    // No mode at all is the controller mode, as upstream's command line: without a cluster it
+    // is a runtime failure naming the client, not a usage error.
+    let no_mode = Command::new(env!("CARGO_BIN_EXE_catalogd"))
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(no_mode.status.code(), Some(3), "{}", stderr(&no_mode));
+    assert!(stderr(&no_mode).contains("failed to configure the Kubernetes client"));
     assert_eq!(catalogd(&["frobnicate"]).status.code(), Some(2));
     assert_eq!(
         catalogd(&["validate", "--no-such-flag", "x"]).status.code(),

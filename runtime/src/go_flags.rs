@@ -209,6 +209,8 @@ const CURVES: &[(&str, Option<&str>)] = &[
     ("X25519MLKEM768", Some("X25519MLKEM768")),
     ("X25519", Some("X25519")),
     ("prime256v1", Some("secp256r1")),
+    // The IANA name of prime256v1, which upstream accepts too.
+    ("secp256r1", Some("secp256r1")),
     ("secp384r1", Some("secp384r1")),
     ("secp521r1", None),
     ("SecP256r1MLKEM768", Some("secp256r1MLKEM768")),
@@ -397,7 +399,7 @@ mod tests {
             "x",
             "--tls-profile=custom",
             "--tls-custom-ciphers=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_RSA_WITH_AES_128_CBC_SHA,TLS_AES_128_GCM_SHA256",
-            "--tls-custom-curves=X25519,secp521r1",
+            "--tls-custom-curves=X25519,secp521r1,secp256r1",
         ])
         .unwrap();
         let p = c.tls.profile();
@@ -405,7 +407,10 @@ mod tests {
             p.tls12_suites,
             Some(vec!["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".to_owned()])
         );
-        assert_eq!(p.groups, Some(vec!["X25519".to_owned()]));
+        assert_eq!(
+            p.groups,
+            Some(vec!["X25519".to_owned(), "secp256r1".to_owned()])
+        );
         assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
     }
 

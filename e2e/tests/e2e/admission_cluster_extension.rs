@@ -589,7 +589,11 @@ async fn cluster_extension_printer_columns_match_upstream() {
             "Version",
             "Installed",
             "Progressing",
-            "Age"
+            "Age",
+            "Latest"
         ]
     );
+    // Ours (issue 25), shown only with `-o wide`: `kubectl get` keeps upstream's five columns.
+    let latest = &table["columnDefinitions"][6];
+    assert_eq!(latest["priority"], 1, "{latest}");
 }

@@ -545,6 +545,10 @@ fn catalogd_rbac(namespace: &str, suffix: &str) -> Vec<serde_json::Value> {
                 .replace(
                     "catalogd-manager-rolebinding",
                     &format!("catalogd-manager-rolebinding-{suffix}"),
+                )
+                .replace(
+                    "catalogd-metrics-reader",
+                    &format!("catalogd-metrics-reader-{suffix}"),
                 );
             serde_json::from_str::<serde_json::Value>(&text).unwrap()
         })

@@ -138,13 +138,14 @@ async fn run_gates_the_cluster_upgrade_and_explains_it_on_the_extension() {
     let blocks = format!(
         "bundle \"{v1_name}\" supports OpenShift up to 4.18; it blocks the cluster's upgrade from 4.18 to 4.19."
     );
-    // Pinned to 1.0.0: nothing under its range lifts the block.
+    // Pinned to 1.0.0: nothing under its range lifts the block; 1.1.0, outside it, would, and
+    // the message says what to change (issue 25).
     expect_extension_condition(
         &scenario,
         &ext,
         "False",
         "MaxOpenShiftVersionIncompatible",
-        &format!("{blocks} No bundle version in the extension's catalogs, under its channels and version range, lifts the block."),
+        &format!("{blocks} No bundle version in the extension's catalogs, under its channels and version range, lifts the block; outside them these would: 1.1.0 (outside the version range: widen spec.source.catalog.version)."),
     )
     .await;
 

@@ -22,6 +22,10 @@ fn rbac(namespace: &str, suffix: &str) -> Vec<serde_json::Value> {
                 .replace(
                     "operator-controller-manager-rolebinding",
                     &format!("operator-controller-manager-rolebinding-{suffix}"),
+                )
+                .replace(
+                    "operator-controller-metrics-reader",
+                    &format!("operator-controller-metrics-reader-{suffix}"),
                 );
             serde_json::from_str::<serde_json::Value>(&text).unwrap()
         })
@@ -39,6 +43,12 @@ async fn operator_controller_works_with_only_the_permissions_its_rbac_manifests_
         match object["kind"].as_str().unwrap() {
             "ServiceAccount" => drop(
                 Api::<ServiceAccount>::namespaced(client.clone(), &system)
+                    .create(&pp, &serde_json::from_value(object).unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            "ClusterRole" => drop(
+                Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(client.clone())
                     .create(&pp, &serde_json::from_value(object).unwrap())
                     .await
                     .unwrap(),

@@ -448,7 +448,7 @@ impl CatalogdClient {
         let idle = self.options.read_idle_timeout;
         let transport = |e: reqwest::Error| FetchError::Transport {
             url: url.to_string(),
-            message: error_chain(&e.without_url()),
+            message: transport_message(&e.without_url()),
         };
         let idle_error = || FetchError::Idle {
             url: url.to_string(),
@@ -601,6 +601,17 @@ fn metas_url(base: &Url, query: &[(&str, &str)]) -> Url {
     url
 }
 
+/// A transport error's text; a failure to reach an HTTPS proxy starts with `proxyconnect tcp:`,
+/// the words Go's client (upstream's) uses, which admins and upstream's acceptance suite look for.
+fn transport_message(e: &dyn std::error::Error) -> String {
+    let chain = error_chain(e);
+    if chain.contains("tunnel error") {
+        format!("proxyconnect tcp: {chain}")
+    } else {
+        chain
+    }
+}
+
 /// An error and its sources, `: `-separated (reqwest's own text omits the cause).
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
@@ -641,5 +652,50 @@ impl CatalogdClient {
             }
         })?;
         Ok(config.packages.into_iter().map(|p| p.name).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Chain(&'static str, Option<Box<Chain>>);
+
+    impl std::fmt::Display for Chain {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Chain {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1
+                .as_deref()
+                .map(|c| c as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    #[test]
+    fn a_proxy_that_cannot_be_reached_is_named_as_go_names_it() {
+        let tunnel = Chain(
+            "client error (Connect)",
+            Some(Box::new(Chain(
+                "tunnel error: failed to create underlying connection",
+                None,
+            ))),
+        );
+        assert_eq!(
+            transport_message(&tunnel),
+            "proxyconnect tcp: client error (Connect): tunnel error: failed to create underlying connection"
+        );
+        let direct = Chain(
+            "client error (Connect)",
+            Some(Box::new(Chain("tcp connect error", None))),
+        );
+        assert_eq!(
+            transport_message(&direct),
+            "client error (Connect): tcp connect error"
+        );
     }
 }

@@ -45,8 +45,9 @@ use olm_image::Puller;
 use olm_operator_core::apply_plan::{Availability, Identity, ObjectRef, Owner};
 use olm_operator_core::bundle;
 use olm_operator_core::gating::{
-    ClusterMinor, ExtensionMetadata, InstalledExtension, Lifting, Verdict, check_extension,
-    extension_condition, lifting_versions_fetched, put_extension_condition,
+    ClusterMinor, ExtensionMetadata, InstalledExtension, Lifting, OutsideLift, Verdict,
+    check_extension, extension_condition, lifting_versions_fetched, outside_lifting,
+    put_extension_condition,
 };
 use olm_operator_core::release::history;
 use olm_operator_core::release::manifest::manifest_objects;

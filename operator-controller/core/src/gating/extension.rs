@@ -23,6 +23,7 @@
 //! |------------------------|----------|
 //! | `Versions([v1, v2])`   | `Bundle versions that would lift the block (from the extension's catalogs, under its channels and version range): v1, v2.` |
 //! | `Versions([])`         | `No bundle version in the extension's catalogs, under its channels and version range, lifts the block.` |
+//! | `Outside([...])`       | the sentence above without its full stop, then `; outside them these would: 1.2.0 (outside the version range: widen spec.source.catalog.version), 1.1.0 (deprecated; not in the requested channels: add a channel that lists it to spec.source.catalog.channels).` (at most [`MAX_OUTSIDE`], newest first) |
 //! | `Unknown(why)`         | `The bundle versions that would lift the block could not be determined: <why>.` |
 //!
 //! Every warning [`check_extension`] gives (the unquoted `X.Y0` → `X.Y` edge) is appended on a
@@ -40,11 +41,47 @@ use super::{
     RawProperty, Verdict, check_extension, judge_properties,
 };
 
+/// How many versions outside the spec the lifting sentence names.
+pub const MAX_OUTSIDE: usize = 5;
+
+/// A bundle version outside the extension's version range or channels (or not a successor)
+/// that would lift the block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutsideLift {
+    pub version: String,
+    /// `OutsideVersionRange`, `NotInRequestedChannel` or `NotASuccessor`.
+    pub blocked_by: crate::resolve::explain::ReasonCode,
+    pub deprecated: bool,
+}
+
+impl OutsideLift {
+    /// `1.2.0 (deprecated; outside the version range: widen spec.source.catalog.version)`.
+    fn describe(&self) -> String {
+        use crate::resolve::explain::ReasonCode;
+        let change = match self.blocked_by {
+            ReasonCode::OutsideVersionRange => {
+                "outside the version range: widen spec.source.catalog.version"
+            }
+            ReasonCode::NotInRequestedChannel => {
+                "not in the requested channels: add a channel that lists it to spec.source.catalog.channels"
+            }
+            _ => {
+                "not an upgrade edge from the installed bundle: upgradeConstraintPolicy SelfCertified allows it"
+            }
+        };
+        let deprecated = if self.deprecated { "deprecated; " } else { "" };
+        format!("{} ({deprecated}{change})", self.version)
+    }
+}
+
 /// The bundle versions that would lift a block, as the caller resolved them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lifting<'a> {
     /// The versions (as the caller wants them shown, best first); empty when none would.
     Versions(&'a [String]),
+    /// None under the extension's channels and version range would; these outside them would
+    /// (newest first, never empty).
+    Outside(&'a [OutsideLift]),
     /// The catalogs could not be read or the resolution failed; the text says why.
     Unknown(&'a str),
 }
@@ -114,7 +151,16 @@ pub fn extension_condition(
         ),
         Verdict::Blocking { max } => {
             let lifting = match lifting {
-                Lifting::Versions([]) => "No bundle version in the extension's catalogs, under its channels and version range, lifts the block.".to_string(),
+                Lifting::Versions([]) | Lifting::Outside([]) => "No bundle version in the extension's catalogs, under its channels and version range, lifts the block.".to_string(),
+                Lifting::Outside(outside) => format!(
+                    "No bundle version in the extension's catalogs, under its channels and version range, lifts the block; outside them these would: {}.",
+                    outside
+                        .iter()
+                        .take(MAX_OUTSIDE)
+                        .map(OutsideLift::describe)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Lifting::Versions(versions) => format!(
                     "Bundle versions that would lift the block (from the extension's catalogs, under its channels and version range): {}.",
                     versions.join(", ")
@@ -220,6 +266,29 @@ mod tests {
     ) -> (ConditionStatus, ConditionReason, String) {
         let c = extension_condition("ext", metadata, Some(CUR), lifting).unwrap();
         (c.status, c.reason, c.message)
+    }
+
+    #[test]
+    fn versions_outside_the_spec_are_named_with_what_to_change() {
+        use crate::resolve::explain::ReasonCode;
+        let outside = [
+            OutsideLift {
+                version: "1.2.0".into(),
+                blocked_by: ReasonCode::OutsideVersionRange,
+                deprecated: false,
+            },
+            OutsideLift {
+                version: "1.1.0".into(),
+                blocked_by: ReasonCode::NotInRequestedChannel,
+                deprecated: true,
+            },
+        ];
+        let props = Some(r#"[{"type":"olm.maxOpenShiftVersion","value":"4.18"}]"#);
+        let (_, _, message) = cond(deployed("b.v1.0.0", props), Lifting::Outside(&outside));
+        assert!(
+            message.ends_with("lifts the block; outside them these would: 1.2.0 (outside the version range: widen spec.source.catalog.version), 1.1.0 (deprecated; not in the requested channels: add a channel that lists it to spec.source.catalog.channels)."),
+            "{message}"
+        );
     }
 
     #[test]

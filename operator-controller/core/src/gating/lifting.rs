@@ -124,6 +124,34 @@ pub fn lifting_versions_fetched<'c>(
     Ok(found.iter().rev().map(ToString::to_string).collect())
 }
 
+/// The versions outside the extension's spec (range, channels, successor edges) in its selected
+/// catalogs that would lift the block, newest first: what the lifting sentence names when
+/// nothing under the spec does. `explanation` is the extension's current resolution explained.
+pub fn outside_lifting(
+    explanation: &crate::resolve::explain::Explanation,
+    current: ClusterMinor,
+) -> Vec<super::extension::OutsideLift> {
+    use crate::resolve::explain::ReasonCode;
+    use crate::resolve::updates::BLOCKING;
+    let mut seen = BTreeSet::new();
+    explanation
+        .candidates
+        .iter()
+        .filter(|c| !c.has(ReasonCode::CatalogNotSelected))
+        .filter_map(|c| {
+            let blocked_by = BLOCKING.into_iter().find(|code| c.has(*code))?;
+            let bundle = explanation.bundle(&c.catalog, &c.name)?;
+            (lifts_block(current, bundle) && seen.insert(c.version.clone())).then(|| {
+                super::extension::OutsideLift {
+                    version: c.version.clone(),
+                    blocked_by,
+                    deprecated: c.deprecated,
+                }
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

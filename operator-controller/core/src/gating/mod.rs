@@ -51,10 +51,10 @@ pub mod properties;
 pub mod version;
 
 pub use extension::{
-    ExtensionCondition, Lifting, VERSION_UNKNOWN_MESSAGE, extension_condition, lifts_block,
-    put_extension_condition,
+    ExtensionCondition, Lifting, MAX_OUTSIDE, OutsideLift, VERSION_UNKNOWN_MESSAGE,
+    extension_condition, lifts_block, put_extension_condition,
 };
-pub use lifting::{lifting_versions, lifting_versions_fetched};
+pub use lifting::{lifting_versions, lifting_versions_fetched, outside_lifting};
 
 pub use properties::{RawProperty, decode_properties};
 pub use version::{

@@ -158,6 +158,16 @@ impl Explanation {
         channels
     }
 
+    /// The catalog's bundle named `name`, if its content was read.
+    pub fn bundle(&self, catalog: &str, name: &str) -> Option<&olm_api::fbc::Bundle> {
+        self.content
+            .get(catalog)?
+            .bundles()
+            .iter()
+            .find(|b| b.bundle.name == name)
+            .map(|b| &b.bundle)
+    }
+
     /// The chosen candidate, if any.
     pub fn chosen(&self) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.chosen)

@@ -44,9 +44,16 @@ pub(super) async fn cluster_upgradeable(
         {
             lifting_versions(extension, ctx, current, release).await
         }
-        _ => Ok(Vec::new()),
+        _ => Ok((Vec::new(), Vec::new())),
     };
-    let condition = extension_condition(&name, metadata, current, Lifting::from_result(&lifting));
+    let lifting_view = match &lifting {
+        Ok((inside, outside)) if inside.is_empty() && !outside.is_empty() => {
+            Lifting::Outside(outside)
+        }
+        Ok((inside, _)) => Lifting::Versions(inside),
+        Err(why) => Lifting::Unknown(why),
+    };
+    let condition = extension_condition(&name, metadata, current, lifting_view);
     put_extension_condition(
         &mut status.conditions,
         condition.as_ref(),
@@ -56,13 +63,14 @@ pub(super) async fn cluster_upgradeable(
 }
 
 /// The bundle versions in the extension's catalogs, under its channels and version range, that
-/// would lift the block at `current` (the resolver's rules, from the installed bundle).
+/// would lift the block at `current` (the resolver's rules, from the installed bundle), and the
+/// ones outside them that would (what to change to get one).
 pub(super) async fn lifting_versions(
     extension: &ClusterExtension,
     ctx: &Context,
     current: ClusterMinor,
     release: Option<&Release>,
-) -> Result<Vec<String>, String> {
+) -> Result<(Vec<String>, Vec<OutsideLift>), String> {
     let filter = extension
         .spec
         .source
@@ -89,6 +97,22 @@ pub(super) async fn lifting_versions(
     let selected = resolver.catalogs_to_search(&infos);
     let fetched =
         catalogs::fetch_packages(&ctx.catalogd, &by_name, &selected, resolver.package()).await;
-    lifting_versions_fetched(filter, installed.as_ref(), current, fetched)
-        .map_err(|e| e.to_string())
+    let contents: Contents = fetched
+        .iter()
+        .map(|(info, result)| {
+            (
+                info.name.clone(),
+                result.as_ref().map(Arc::clone).map_err(|e| e.to_string()),
+            )
+        })
+        .collect();
+    let inside = lifting_versions_fetched(filter, installed.as_ref(), current, fetched)
+        .map_err(|e| e.to_string())?;
+    let outside = if inside.is_empty() {
+        let explanation = explain(filter, installed.as_ref(), &infos, &contents);
+        outside_lifting(&explanation, current)
+    } else {
+        Vec::new()
+    };
+    Ok((inside, outside))
 }
