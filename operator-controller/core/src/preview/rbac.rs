@@ -1,0 +1,449 @@
+//! The RBAC delta of a ClusterRole or Role: rules added and removed, and whether the new rules
+//! grant anything the old ones did not (widening).
+//!
+//! Input: the live object (or none) and the object as it would be after the apply (or none).
+//! Output: a [`RoleDelta`], `None` when the rules do not change. Pure.
+//!
+//! A rule grants a set of requests: (API group, resource, verb), optionally limited to
+//! resource names, or (non-resource URL, verb). A request of a new rule widens permissions
+//! when no old rule grants it; `*` in an old rule grants every value, and a trailing `*` of a
+//! non-resource URL every URL it prefixes. Each widening request is classified:
+//!
+//! | what | [`WideningKind`] |
+//! |---|---|
+//! | `*` as group, resource, verb or URL | `Wildcard` |
+//! | verb `escalate`, `bind` or `impersonate` | `Escalation` |
+//! | a resource (or URL) no old rule names | `NewResource` |
+//! | a resource old rules name, with another verb | `NewVerb` |
+//! | the same resource and verb, no longer limited to the old resource names | `WiderNames` |
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One policy rule, as in `rbac.authorization.k8s.io/v1`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_groups: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_names: Vec<String>,
+    #[serde(rename = "nonResourceURLs", skip_serializing_if = "Vec::is_empty")]
+    pub non_resource_urls: Vec<String>,
+    pub verbs: Vec<String>,
+}
+
+impl Rule {
+    fn from_json(v: &Value) -> Rule {
+        let list = |field: &str| -> Vec<String> {
+            v.get(field)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Rule {
+            api_groups: list("apiGroups"),
+            resources: list("resources"),
+            resource_names: list("resourceNames"),
+            non_resource_urls: list("nonResourceURLs"),
+            verbs: list("verbs"),
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let join = |v: &[String]| v.join(",");
+        if !self.non_resource_urls.is_empty() {
+            return write!(
+                f,
+                "nonResourceURLs=[{}] verbs=[{}]",
+                join(&self.non_resource_urls),
+                join(&self.verbs)
+            );
+        }
+        let groups: Vec<String> = self
+            .api_groups
+            .iter()
+            .map(|g| {
+                if g.is_empty() {
+                    "\"\"".into()
+                } else {
+                    g.clone()
+                }
+            })
+            .collect();
+        write!(
+            f,
+            "apiGroups=[{}] resources=[{}] verbs=[{}]",
+            groups.join(","),
+            join(&self.resources),
+            join(&self.verbs)
+        )?;
+        if !self.resource_names.is_empty() {
+            write!(f, " resourceNames=[{}]", join(&self.resource_names))?;
+        }
+        Ok(())
+    }
+}
+
+/// The rules of a ClusterRole or Role object (`rules`).
+pub fn rules_of(object: &Value) -> Vec<Rule> {
+    object
+        .get("rules")
+        .and_then(Value::as_array)
+        .map(|rules| rules.iter().map(Rule::from_json).collect())
+        .unwrap_or_default()
+}
+
+/// How a request of a new rule widens permissions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum WideningKind {
+    Wildcard,
+    Escalation,
+    NewResource,
+    NewVerb,
+    WiderNames,
+}
+
+/// One request the new rules grant and the old ones do not.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Widening {
+    pub kind: WideningKind,
+    /// `verb group/resource` or `verb URL`, e.g. `create apps/deployments`.
+    pub what: String,
+}
+
+impl std::fmt::Display for Widening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            WideningKind::Wildcard => "wildcard",
+            WideningKind::Escalation => "escalation",
+            WideningKind::NewResource => "new resource",
+            WideningKind::NewVerb => "new verb",
+            WideningKind::WiderNames => "any resource name",
+        };
+        write!(f, "{kind}: {}", self.what)
+    }
+}
+
+/// The rule changes of one role.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleDelta {
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub added: Vec<Rule>,
+    pub removed: Vec<Rule>,
+    /// Empty when the new rules grant nothing the old ones did not.
+    pub widening: Vec<Widening>,
+}
+
+impl RoleDelta {
+    pub fn widens(&self) -> bool {
+        !self.widening.is_empty()
+    }
+}
+
+/// One request a rule grants.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Request {
+    Resource {
+        group: String,
+        resource: String,
+        verb: String,
+        /// Empty: any name.
+        names: Vec<String>,
+    },
+    Url {
+        url: String,
+        verb: String,
+    },
+}
+
+fn requests(rule: &Rule) -> Vec<Request> {
+    let mut out = Vec::new();
+    for verb in &rule.verbs {
+        for url in &rule.non_resource_urls {
+            out.push(Request::Url {
+                url: url.clone(),
+                verb: verb.clone(),
+            });
+        }
+        for group in &rule.api_groups {
+            for resource in &rule.resources {
+                out.push(Request::Resource {
+                    group: group.clone(),
+                    resource: resource.clone(),
+                    verb: verb.clone(),
+                    names: rule.resource_names.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn has(values: &[String], value: &str) -> bool {
+    values.iter().any(|v| v == "*" || v == value)
+}
+
+fn grants(rule: &Rule, request: &Request) -> bool {
+    match request {
+        Request::Url { url, verb } => {
+            has(&rule.verbs, verb)
+                && rule
+                    .non_resource_urls
+                    .iter()
+                    .any(|u| u == url || u.strip_suffix('*').is_some_and(|p| url.starts_with(p)))
+        }
+        Request::Resource {
+            group,
+            resource,
+            verb,
+            names,
+        } => {
+            has(&rule.verbs, verb)
+                && has(&rule.api_groups, group)
+                && has(&rule.resources, resource)
+                && (rule.resource_names.is_empty()
+                    || (!names.is_empty() && names.iter().all(|n| rule.resource_names.contains(n))))
+        }
+    }
+}
+
+fn classify(request: &Request, old: &[Rule]) -> WideningKind {
+    const ESCALATING: [&str; 3] = ["escalate", "bind", "impersonate"];
+    match request {
+        Request::Url { url, verb } => {
+            if url.contains('*') || verb == "*" {
+                WideningKind::Wildcard
+            } else if old.iter().any(|r| r.non_resource_urls.contains(url)) {
+                WideningKind::NewVerb
+            } else {
+                WideningKind::NewResource
+            }
+        }
+        Request::Resource {
+            group,
+            resource,
+            verb,
+            ..
+        } => {
+            if group == "*" || resource == "*" || verb == "*" {
+                return WideningKind::Wildcard;
+            }
+            if ESCALATING.contains(&verb.as_str()) {
+                return WideningKind::Escalation;
+            }
+            let names_resource =
+                |r: &Rule| has(&r.api_groups, group) && has(&r.resources, resource);
+            if !old.iter().any(names_resource) {
+                WideningKind::NewResource
+            } else if !old.iter().any(|r| names_resource(r) && has(&r.verbs, verb)) {
+                WideningKind::NewVerb
+            } else {
+                WideningKind::WiderNames
+            }
+        }
+    }
+}
+
+fn describe(request: &Request) -> String {
+    match request {
+        Request::Url { url, verb } => format!("{verb} {url}"),
+        Request::Resource {
+            group,
+            resource,
+            verb,
+            names,
+        } => {
+            let target = if group.is_empty() {
+                resource.clone()
+            } else {
+                format!("{group}/{resource}")
+            };
+            if names.is_empty() {
+                format!("{verb} {target}")
+            } else {
+                format!("{verb} {target} ({})", names.join(","))
+            }
+        }
+    }
+}
+
+/// The delta between the live role `old` and `new` (either absent: created or deleted), `None`
+/// when their rules are the same.
+pub fn role_delta(old: Option<&Value>, new: Option<&Value>) -> Option<RoleDelta> {
+    let any = new.or(old)?;
+    let old_rules = old.map(rules_of).unwrap_or_default();
+    let new_rules = new.map(rules_of).unwrap_or_default();
+    let old_set: BTreeSet<&Rule> = old_rules.iter().collect();
+    let new_set: BTreeSet<&Rule> = new_rules.iter().collect();
+    if old_set == new_set && old.is_some() == new.is_some() {
+        return None;
+    }
+    let added: Vec<Rule> = new_rules
+        .iter()
+        .filter(|r| !old_set.contains(r))
+        .cloned()
+        .collect();
+    let removed: Vec<Rule> = old_rules
+        .iter()
+        .filter(|r| !new_set.contains(r))
+        .cloned()
+        .collect();
+    let mut widening: BTreeSet<Widening> = BTreeSet::new();
+    for request in added.iter().flat_map(requests) {
+        if old_rules.iter().any(|r| grants(r, &request)) {
+            continue;
+        }
+        widening.insert(Widening {
+            kind: classify(&request, &old_rules),
+            what: describe(&request),
+        });
+    }
+    let text = |field: &str| {
+        any.pointer(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Some(RoleDelta {
+        kind: text("/kind").unwrap_or_default(),
+        namespace: text("/metadata/namespace"),
+        name: text("/metadata/name").unwrap_or_default(),
+        added,
+        removed,
+        widening: widening.into_iter().collect(),
+    })
+}
+
+/// Whether `kind` of `apiVersion` is a role whose rules [`role_delta`] compares.
+pub fn is_role(api_version: &str, kind: &str) -> bool {
+    api_version.starts_with("rbac.authorization.k8s.io/")
+        && (kind == "ClusterRole" || kind == "Role")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn role(rules: Value) -> Value {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "r"}, "rules": rules})
+    }
+
+    fn kinds(d: &RoleDelta) -> Vec<(WideningKind, &str)> {
+        d.widening
+            .iter()
+            .map(|w| (w.kind, w.what.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn same_rules_in_another_order_are_no_change() {
+        let a = role(
+            json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list"]}]),
+        );
+        let b = role(
+            json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]),
+        );
+        assert_eq!(role_delta(Some(&a), Some(&b)), None);
+    }
+
+    #[test]
+    fn a_new_verb_and_a_new_resource_widen() {
+        let old = role(
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]),
+        );
+        let new = role(json!([
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "update"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}
+        ]));
+        let d = role_delta(Some(&old), Some(&new)).unwrap();
+        assert_eq!(d.removed.len(), 1);
+        assert_eq!(d.added.len(), 2);
+        assert_eq!(
+            kinds(&d),
+            [
+                (WideningKind::NewResource, "get apps/deployments"),
+                (WideningKind::NewVerb, "update configmaps"),
+            ]
+        );
+    }
+
+    #[test]
+    fn removing_rules_or_splitting_one_does_not_widen() {
+        let old = role(
+            json!([{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "list"]}]),
+        );
+        let new = role(json!([
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
+        ]));
+        let d = role_delta(Some(&old), Some(&new)).unwrap();
+        assert!(!d.widens(), "{d:?}");
+        let gone = role_delta(Some(&old), None).unwrap();
+        assert!(!gone.widens());
+        assert_eq!(gone.removed.len(), 1);
+    }
+
+    #[test]
+    fn wildcards_escalation_and_names_are_flagged() {
+        let old = role(
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["one"]}]),
+        );
+        let new = role(json!([
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["escalate"]},
+            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["list"]},
+            {"nonResourceURLs": ["/metrics*"], "verbs": ["get"]}
+        ]));
+        let d = role_delta(Some(&old), Some(&new)).unwrap();
+        assert_eq!(
+            kinds(&d),
+            [
+                (WideningKind::Wildcard, "get /metrics*"),
+                (WideningKind::Wildcard, "list */*"),
+                (
+                    WideningKind::Escalation,
+                    "escalate rbac.authorization.k8s.io/clusterroles"
+                ),
+                (WideningKind::WiderNames, "get secrets"),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_old_wildcard_covers_everything() {
+        let old = role(json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]));
+        let new = role(
+            json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}]),
+        );
+        let d = role_delta(Some(&old), Some(&new)).unwrap();
+        assert!(!d.widens());
+        assert_eq!(d.removed.len(), 1);
+    }
+
+    #[test]
+    fn a_created_role_grants_everything_it_lists() {
+        let new = role(json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]));
+        let d = role_delta(None, Some(&new)).unwrap();
+        assert_eq!(kinds(&d), [(WideningKind::NewResource, "get pods")]);
+        assert_eq!(d.name, "r");
+    }
+}
