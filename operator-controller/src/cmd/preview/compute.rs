@@ -1,0 +1,662 @@
+//! The reconcile's steps up to (not including) its first write, for `preview`: read the
+//! extension and its installed state, resolve, pull, render, plan the release, the CRD
+//! upgrade-safety preflight and the apply's checks with a server-side dry run; then the
+//! comparison into a [`Report`].
+//!
+//! Input: the [`Args`]. Output: the [`Report`] or a [`Failure`]. Network: the Kubernetes API
+//! (reads and `dryRun=All` applies), catalogd, the bundle's registry. Each step uses the
+//! controller's code; where the controller would write (finalizers, a pending record marked
+//! failed, release records, certificate Secrets, the status) this reads or skips.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::Api;
+use olm_api::condition_error::ConditionError;
+use olm_api::v1::{ClusterExtension, CrdUpgradeSafetyEnforcement};
+use olm_image::{Puller, PullerConfig, RegistriesConfFiles};
+use olm_operator_core::apply_plan::{KeepReason, ObjectRef, Owner};
+use olm_operator_core::bundle;
+use olm_operator_core::crd_upgrade::{CheckOptions, Crd, Enforcement, check_upgrade};
+use olm_operator_core::preview::report::{
+    BundleRef, Change, CrdCheck, KeptFields, NotChosen, ObjectChange, Report,
+};
+use olm_operator_core::preview::{Comparison, compare, rbac, webhooks};
+use olm_operator_core::release::history;
+use olm_operator_core::release::manifest::manifest_objects;
+use olm_operator_core::release::plan::{self as release_plan, ReleaseAction};
+use olm_operator_core::release::render::{PostRenderContext, render_release};
+use olm_operator_core::render::{self, CertProvider, RenderOptions};
+use olm_operator_core::resolve::explain::{Contents, Explanation, explain};
+use olm_operator_core::resolve::{CatalogInfo, InstalledBundle, Resolver};
+use olm_operator_core::status::fallback::{self, Fallback};
+use olm_runtime::gates::FeatureGates;
+use serde_json::Value;
+
+use super::{Args, Failure};
+use crate::apply::{Applier, ApplyPreview, ApplyRequest};
+use crate::bundle_source::{ReadLimits, bundle_image_limits, pull_bundle};
+use crate::catalog_source::http::{CatalogdClient, ClientOptions};
+use crate::cmd::run::FEATURE_GATES;
+use crate::controller::catalogs::{self, catalog_info};
+use crate::controller::error::{BundleFailure, BundleStepError, ReconcileError, ValidationError};
+use crate::controller::preflight::{PreflightError, PreflightRequest, crd_upgrade_safety};
+use crate::controller::reconcile::{
+    bundle_manifests, catalogs_matching, chart_objects, identity, release_refs,
+};
+use crate::storage::ReleaseStore;
+use crate::storage::scopes::discover_scopes;
+
+/// Bound of each Kubernetes API call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest ClusterExtension manifest read with `-f`.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// Largest CA file read from a CA directory (as `run`).
+const MAX_CA_FILE_BYTES: u64 = 1 << 20;
+/// The owner uid of an extension that does not exist yet: rendered ownerReferences need one
+/// for the dry run; the API server does not check that the owner exists.
+const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
+
+fn runtime<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> Failure + '_ {
+    move |e| Failure::Runtime(format!("{what}: {e}"))
+}
+
+/// The refusal the controller would write into `Progressing`.
+fn refused(mut report: Report, error: ReconcileError) -> Report {
+    report.would_apply = false;
+    report.message = error.condition_message();
+    report
+}
+
+/// The bundle cache: `--cache-path`, or a temporary directory removed when dropped.
+struct Cache {
+    dir: PathBuf,
+    remove: bool,
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+pub(super) async fn preview(args: &Args) -> Result<Report, Failure> {
+    let client = olm_runtime::client::client(args.kubeconfig.as_deref())
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let (extension, exists) = extension(args, &client).await?;
+    let name = extension.name_any();
+    let mut report = Report {
+        extension: name.clone(),
+        would_apply: true,
+        ..Report::default()
+    };
+    if !exists {
+        report.notes.push(format!(
+            "ClusterExtension {name:?} does not exist: its objects are dry-run with a placeholder owner uid"
+        ));
+    }
+    let Some(filter) = extension.spec.source.catalog.clone() else {
+        return Ok(refused(report, ValidationError::NoCatalogSource.into()));
+    };
+    report.package = filter.package_name.clone();
+
+    // Installed state, as the reconcile reads it (a record left pending counts as failed).
+    let store = ReleaseStore::new(client.clone(), &args.system_namespace);
+    let mut releases = store
+        .history(&name)
+        .await
+        .map_err(runtime("reading the installed release"))?
+        .releases();
+    if let Some(last) = releases.iter_mut().max_by_key(|r| r.version) {
+        history::interrupt_pending(last);
+    }
+    let installed = history::installed_bundle(&releases);
+    let deployed = history::deployed(&releases).cloned();
+    report.installed = installed.as_ref().map(|b| BundleRef {
+        name: b.name.clone(),
+        version: b.version.clone(),
+        ..BundleRef::default()
+    });
+    let installed_for_resolver = installed.as_ref().map(|b| InstalledBundle {
+        name: b.name.clone(),
+        version: b.version.clone(),
+        release: b.bundle_release.clone(),
+    });
+
+    // Catalogs and resolution.
+    let views = catalogs::list_catalogs(&client, None, CALL_TIMEOUT)
+        .await
+        .map_err(runtime("listing ClusterCatalogs"))?;
+    let infos: Vec<CatalogInfo> = views.iter().map(catalog_info).collect();
+    let by_name: BTreeMap<String, _> = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
+    let catalogd = catalogd_client(args)?;
+    let resolver = match Resolver::new(&filter, installed_for_resolver.as_ref()) {
+        Ok(resolver) => resolver,
+        Err(e) => return Ok(refused(report, e.into())),
+    };
+    let selected = resolver.catalogs_to_search(&infos);
+    let fetched =
+        catalogs::fetch_packages(&catalogd, &by_name, &selected, resolver.package()).await;
+    let contents: Contents = fetched
+        .iter()
+        .map(|(info, r)| {
+            let r = r.as_ref().map(Arc::clone).map_err(|e| e.to_string());
+            (info.name.clone(), r)
+        })
+        .collect();
+    let explanation = explain(&filter, installed_for_resolver.as_ref(), &infos, &contents);
+    let resolution = match resolver.resolve_fetched(fetched) {
+        Ok(resolution) => resolution,
+        Err(e) => {
+            let error = ReconcileError::from(e);
+            let decision = fallback::on_resolution_failure(
+                installed.as_ref().map(|b| b.version.as_str()),
+                filter.version.as_deref(),
+                catalogs_matching(&filter, &views),
+            );
+            if decision == Fallback::KeepInstalled && deployed.is_some() {
+                report.action = "keep-installed".into();
+                report.notes.push(format!(
+                    "nothing resolves ({}); the controller keeps the installed release applied",
+                    error.condition_message()
+                ));
+                return Ok(report);
+            }
+            report.action = "none".into();
+            return Ok(refused(report, error));
+        }
+    };
+    let bundle_name = resolution.bundle.name.clone();
+    let bundle_version = resolution.status_version();
+    report.target = Some(BundleRef {
+        name: bundle_name.clone(),
+        version: bundle_version.clone(),
+        catalog: resolution.catalog.clone(),
+        image: resolution.bundle.image.clone(),
+    });
+    if installed.as_ref().is_some_and(|b| b.name == bundle_name) {
+        report.newer_not_chosen = newer_not_chosen(&explanation);
+    }
+    let failed = |failure: BundleFailure| -> ReconcileError {
+        BundleStepError {
+            bundle: bundle_name.clone(),
+            version: bundle_version.clone(),
+            failure,
+        }
+        .into()
+    };
+
+    // Pull, parse, render, as the reconcile's bundle step.
+    let gates = FeatureGates::parse(FEATURE_GATES, &args.feature_gates, args.feature_defaults)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let cert_provider = cert_provider(args, &gates, &client).await?;
+    let cache = cache(args)?;
+    let puller = puller(args, &cache.dir)?;
+    let pulled = pull_bundle(
+        &puller,
+        &name,
+        &resolution.bundle.image,
+        &ReadLimits::default(),
+    )
+    .await
+    .map_err(|e| Failure::Runtime(failed(BundleFailure::Pull(e)).condition_message()))?;
+    let parsed = match bundle::parse(&pulled.fs) {
+        Ok(parsed) => parsed,
+        Err(e) => return Ok(refused(report, failed(e.into()))),
+    };
+    let options = RenderOptions {
+        install_namespace: extension.spec.namespace.clone(),
+        config: extension
+            .spec
+            .config
+            .as_ref()
+            .and_then(|c| c.inline.clone())
+            .map(Value::Object),
+        cert_provider,
+        single_own_namespace: gates.enabled_or("SingleOwnNamespaceInstallSupport", true),
+        deployment_config: gates.enabled_or("DeploymentConfig", true),
+    };
+    let rendered = match render::render(&parsed, &options) {
+        Ok(rendered) => rendered,
+        Err(e) => return Ok(refused(report, failed(e.into()))),
+    };
+    let uid = extension
+        .metadata
+        .uid
+        .clone()
+        .unwrap_or_else(|| PLACEHOLDER_UID.to_owned());
+    let context = PostRenderContext {
+        release_namespace: extension.spec.namespace.clone(),
+        owner_name: name.clone(),
+        owner_uid: uid.clone(),
+    };
+    let scopes = discover_scopes(&client, &rendered.objects, CALL_TIMEOUT)
+        .await
+        .map_err(|e| Failure::Runtime(failed(e.into()).condition_message()))?;
+    let chart = chart_objects(&rendered, &bundle_manifests(&parsed));
+    let (_, manifest) = match render_release(&chart, &rendered.annotations, &context, &scopes) {
+        Ok(release) => release,
+        Err(e) => return Ok(refused(report, failed(e.into()))),
+    };
+    let desired = match manifest_objects(&manifest) {
+        Ok(desired) => desired,
+        Err(e) => return Ok(refused(report, failed(e.into()))),
+    };
+    let previous = match &deployed {
+        Some(d) => match release_refs(d) {
+            Ok(refs) => refs,
+            Err(e) => return Ok(refused(report, failed(e.into()))),
+        },
+        None => Vec::new(),
+    };
+    let action = match release_plan::plan(
+        &releases,
+        &manifest,
+        release_plan::BundleIdentity {
+            name: &bundle_name,
+            version: &bundle_version,
+            image: &resolution.bundle.image,
+        },
+    ) {
+        Ok(action) => action,
+        Err(e) => return Ok(refused(report, failed(e.into()))),
+    };
+    report.action = match action {
+        ReleaseAction::Unchanged { .. } => "unchanged",
+        ReleaseAction::Install => "install",
+        ReleaseAction::Upgrade { .. } => "upgrade",
+        ReleaseAction::RetryFailed { .. } => "retry",
+    }
+    .into();
+
+    // The preflight (install and upgrade only, as the reconcile), then the apply's checks.
+    let owner = Owner {
+        name: name.clone(),
+        uid,
+    };
+    let identity = identity(&extension, args.honor_service_account);
+    let request = ApplyRequest {
+        owner: &owner,
+        install_namespace: &extension.spec.namespace,
+        identity: &identity,
+        desired: &desired,
+        previous: &previous,
+    };
+    if !matches!(action, ReleaseAction::Unchanged { .. }) {
+        let enforcement = extension
+            .spec
+            .install
+            .as_ref()
+            .and_then(|i| i.preflight.as_ref())
+            .map(|p| p.crd_upgrade_safety.enforcement);
+        report.crds = crd_checks(&client, &rendered.objects, enforcement).await?;
+        let preflight = crd_upgrade_safety(
+            &client,
+            &PreflightRequest {
+                objects: &rendered.objects,
+                enforcement,
+                data_aware: args.crd_upgrade_safety_data_aware,
+                bundle: &bundle_name,
+                version: &bundle_version,
+                call_timeout: CALL_TIMEOUT,
+            },
+        )
+        .await;
+        match preflight {
+            Ok(warnings) => {
+                for crd in report.crds.iter_mut().filter(|c| c.verdict == "unsafe") {
+                    crd.verdict = "allowed".into();
+                }
+                report.data_aware = warnings;
+            }
+            Err(e @ PreflightError::GetCrd { .. }) => {
+                return Err(Failure::Runtime(e.to_string()));
+            }
+            Err(e) => {
+                if args.crd_upgrade_safety_data_aware {
+                    report.data_aware = e
+                        .to_string()
+                        .lines()
+                        .filter(|l| l.starts_with("data-aware check"))
+                        .map(str::to_owned)
+                        .collect();
+                }
+                return Ok(refused(report, failed(e.into())));
+            }
+        }
+    } else {
+        report
+            .notes
+            .push("the installed release is current: the controller applies it again (drift repair) without the CRD upgrade-safety preflight".into());
+    }
+    let applier = Applier::new(client.clone());
+    let found = match applier.preview(&request).await {
+        Ok(found) => found,
+        Err(e) => return Ok(refused(report, failed(e.into()))),
+    };
+    if cert_provider == CertProvider::Builtin
+        && desired
+            .iter()
+            .any(|o| webhooks::is_webhook_configuration(text(o, "/apiVersion"), text(o, "/kind")))
+    {
+        report.notes.push("webhook CA bundles come from the built-in certificate provider at apply time; they are not compared".into());
+    }
+    compare_objects(&mut report, &found);
+    Ok(report)
+}
+
+fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The ClusterExtension to preview and whether it exists on the cluster.
+async fn extension(
+    args: &Args,
+    client: &kube::Client,
+) -> Result<(ClusterExtension, bool), Failure> {
+    let api: Api<ClusterExtension> = Api::all(client.clone());
+    let get = |name: String| {
+        let api = api.clone();
+        async move {
+            tokio::time::timeout(CALL_TIMEOUT, api.get_opt(&name))
+                .await
+                .map_err(|_| Failure::Runtime("no answer from the API server".into()))?
+                .map_err(|e| Failure::Runtime(format!("reading ClusterExtension {name:?}: {e}")))
+        }
+    };
+    if let Some(name) = &args.extension {
+        let Some(mut extension) = get(name.clone()).await? else {
+            return Err(Failure::Usage(format!(
+                "ClusterExtension {name:?} not found"
+            )));
+        };
+        if let Some(catalog) = extension.spec.source.catalog.as_mut() {
+            if let Some(version) = &args.version {
+                catalog.version = Some(version.clone()).filter(|v| !v.is_empty());
+            }
+            if !args.channels.is_empty() {
+                catalog.channels = args.channels.clone();
+            }
+        }
+        return Ok((extension, true));
+    }
+    let path = args.file.as_deref().unwrap_or(Path::new("-"));
+    let value = read_manifest(path).map_err(Failure::Usage)?;
+    let mut extension: ClusterExtension = serde_json::from_value(value)
+        .map_err(|e| Failure::Usage(format!("{}: not a ClusterExtension: {e}", path.display())))?;
+    let name = extension.name_any();
+    if name.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{}: metadata.name is required",
+            path.display()
+        )));
+    }
+    match get(name).await? {
+        Some(live) => {
+            extension.metadata.uid = live.metadata.uid;
+            Ok((extension, true))
+        }
+        None => {
+            extension.metadata.uid = None;
+            Ok((extension, false))
+        }
+    }
+}
+
+/// The first document of a YAML or JSON file.
+fn read_manifest(path: &Path) -> Result<Value, String> {
+    let bytes = olm_api::regular_file::read_regular(path, MAX_MANIFEST_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut splitter = olm_api::fbc::yaml::DocumentSplitter::new(bytes.as_slice(), 1);
+    let doc = match splitter.next_document() {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return Err(format!("{}: empty", path.display())),
+        Err(olm_api::fbc::yaml::SplitError::Io(e)) => {
+            return Err(format!("{}: {e}", path.display()));
+        }
+        Err(olm_api::fbc::yaml::SplitError::Syntax(e)) => {
+            return Err(format!(
+                "{}: line {}: {}",
+                path.display(),
+                e.line,
+                e.message
+            ));
+        }
+    };
+    match olm_api::fbc::yaml::document_to_value(&doc) {
+        Ok(Some(v)) => Ok(bundle::manifest::from_go(v)),
+        Ok(None) => Err(format!("{}: empty", path.display())),
+        Err(e) => Err(format!(
+            "{}: line {}: {}",
+            path.display(),
+            e.line,
+            e.message
+        )),
+    }
+}
+
+fn catalogd_client(args: &Args) -> Result<CatalogdClient, Failure> {
+    let mut options = ClientOptions {
+        read_idle_timeout: args.catalogd_read.catalogd_read_idle_timeout,
+        ..ClientOptions::default()
+    };
+    if let Some(dir) = &args.catalogd_cas_dir {
+        options.extra_ca_pem = Some(
+            olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)
+                .map_err(|e| Failure::Usage(format!("--catalogd-cas-dir: {e}")))?,
+        );
+    }
+    CatalogdClient::new(options).map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+fn cache(args: &Args) -> Result<Cache, Failure> {
+    match &args.cache_path {
+        Some(dir) => Ok(Cache {
+            dir: dir.clone(),
+            remove: false,
+        }),
+        None => {
+            let dir = std::env::temp_dir().join(format!(
+                "operator-controller-preview-{}",
+                std::process::id()
+            ));
+            std::fs::create_dir_all(&dir).map_err(runtime("creating a temporary bundle cache"))?;
+            Ok(Cache { dir, remove: true })
+        }
+    }
+}
+
+/// The puller `run` builds from the same flags.
+fn puller(args: &Args, cache: &Path) -> Result<Puller, Failure> {
+    let mut config = PullerConfig::new(cache.join("bundles"));
+    config.insecure_registries = args.insecure_registries.clone();
+    config.registries = RegistriesConfFiles::from_environment();
+    config.limits = bundle_image_limits();
+    if let Some(dir) = &args.pull_cas_dir {
+        config.extra_ca_pem = Some(
+            olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)
+                .map_err(|e| Failure::Usage(format!("--pull-cas-dir: {e}")))?,
+        );
+    }
+    Puller::new(config).map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// The provider `run` would use with the same flags.
+async fn cert_provider(
+    args: &Args,
+    gates: &FeatureGates,
+    client: &kube::Client,
+) -> Result<CertProvider, Failure> {
+    if let Some(p) = args.cert_provider {
+        return Ok(p.into());
+    }
+    if gates.value("WebhookProviderCertManager").is_some()
+        || gates.value("WebhookProviderOpenshiftServiceCA").is_some()
+    {
+        return Ok(if gates.enabled_or("WebhookProviderCertManager", false) {
+            CertProvider::CertManager
+        } else if gates.enabled_or("WebhookProviderOpenshiftServiceCA", false) {
+            CertProvider::OpenShiftServiceCa
+        } else {
+            CertProvider::None
+        });
+    }
+    crate::webhook_certs::detect_provider(client, CALL_TIMEOUT)
+        .await
+        .map_err(runtime("detecting the webhook certificate provider"))
+}
+
+/// Per rendered CRD that is installed: upstream's verdict and ours (the preflight decides).
+async fn crd_checks(
+    client: &kube::Client,
+    objects: &[Value],
+    enforcement: Option<CrdUpgradeSafetyEnforcement>,
+) -> Result<Vec<CrdCheck>, Failure> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut checks = Vec::new();
+    let crds = objects.iter().filter(|o| {
+        text(o, "/apiVersion") == "apiextensions.k8s.io/v1"
+            && text(o, "/kind") == "CustomResourceDefinition"
+    });
+    for object in crds {
+        let name = text(object, "/metadata/name").to_owned();
+        if enforcement == Some(CrdUpgradeSafetyEnforcement::None) {
+            checks.push(CrdCheck {
+                name,
+                verdict: "skipped".into(),
+                upstream: String::new(),
+            });
+            continue;
+        }
+        let live = tokio::time::timeout(CALL_TIMEOUT, api.get_opt(&name))
+            .await
+            .map_err(|_| Failure::Runtime(format!("reading CRD {name:?}: no answer")))?
+            .map_err(runtime("reading a CRD"))?;
+        let Some(live) = live else {
+            continue;
+        };
+        let live = serde_json::to_value(&live).map_err(runtime("encoding a CRD"))?;
+        let (Ok(old), Ok(new)) = (Crd::from_value(&live), Crd::from_value(object)) else {
+            // The preflight reports the decoding error.
+            continue;
+        };
+        let opts = CheckOptions {
+            enforcement: Enforcement::Strict,
+            allow_safe_changes: true,
+        };
+        let verdict = check_upgrade(&old, &new, &opts);
+        checks.push(CrdCheck {
+            name,
+            verdict: if !verdict.is_safe() {
+                "unsafe"
+            } else if verdict.upstream_refuses() {
+                "allowed"
+            } else {
+                "safe"
+            }
+            .into(),
+            upstream: verdict.upstream_message().unwrap_or_default(),
+        });
+    }
+    Ok(checks)
+}
+
+/// The bundles listed before the chosen one (newest first) and why they are not chosen.
+fn newer_not_chosen(e: &Explanation) -> Vec<NotChosen> {
+    e.candidates
+        .iter()
+        .take_while(|c| !c.chosen)
+        .map(|c| NotChosen {
+            name: c.name.clone(),
+            version: c.version.clone(),
+            catalog: c.catalog.clone(),
+            reasons: c.reasons.iter().map(|r| r.message.clone()).collect(),
+        })
+        .collect()
+}
+
+fn object_change(object: &ObjectRef, change: Change) -> ObjectChange {
+    ObjectChange {
+        api_version: object.api_version.clone(),
+        kind: object.kind.clone(),
+        namespace: object.namespace.clone(),
+        name: object.name.clone(),
+        change,
+        diff: String::new(),
+        kept_fields: Vec::new(),
+        reason: String::new(),
+    }
+}
+
+/// Objects, RBAC and webhook deltas from what the apply's checks read.
+fn compare_objects(report: &mut Report, found: &ApplyPreview) {
+    for o in &found.objects {
+        let mut change = object_change(&o.object, Change::Unchanged);
+        match (&o.live, &o.dry_run) {
+            (None, _) => change.change = Change::Create,
+            (Some(_), None) => {
+                change.change = Change::Unknown;
+                change.reason =
+                    "its namespace or the CRD of its kind is created by this apply; not dry-run"
+                        .into();
+            }
+            (Some(live), Some(after)) => {
+                if let Comparison::Update { diff, kept } = compare(live, after) {
+                    change.change = Change::Update;
+                    change.diff = diff;
+                    change.kept_fields = kept
+                        .into_iter()
+                        .map(|(manager, fields)| KeptFields { manager, fields })
+                        .collect();
+                }
+            }
+        }
+        report.objects.push(change);
+        let after = o.dry_run.as_ref().unwrap_or(&o.body);
+        let (api_version, kind) = (o.object.api_version.as_str(), o.object.kind.as_str());
+        if rbac::is_role(api_version, kind)
+            && let Some(delta) = rbac::role_delta(o.live.as_ref(), Some(after))
+        {
+            report.rbac.push(delta);
+        }
+        if webhooks::is_webhook_configuration(api_version, kind)
+            && let Some(delta) = webhooks::webhook_delta(o.live.as_ref(), Some(after))
+        {
+            report.webhooks.push(delta);
+        }
+    }
+    for r in &found.removals {
+        let mut change = object_change(&r.object, Change::Delete);
+        if let Some(reason) = &r.kept {
+            change.change = Change::Kept;
+            change.reason = reason.to_string();
+            if *reason == KeepReason::CustomResourcesExist {
+                report
+                    .crds_kept_for_custom_resources
+                    .push(r.object.name.clone());
+            }
+        } else {
+            let (api_version, kind) = (r.object.api_version.as_str(), r.object.kind.as_str());
+            if rbac::is_role(api_version, kind)
+                && let Some(delta) = rbac::role_delta(r.live.as_ref(), None)
+            {
+                report.rbac.push(delta);
+            }
+            if webhooks::is_webhook_configuration(api_version, kind)
+                && let Some(delta) = webhooks::webhook_delta(r.live.as_ref(), None)
+            {
+                report.webhooks.push(delta);
+            }
+        }
+        report.objects.push(change);
+    }
+}
