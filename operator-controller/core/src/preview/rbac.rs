@@ -1,13 +1,16 @@
 //! The RBAC delta of a ClusterRole or Role: rules added and removed, and whether the new rules
 //! grant anything the old ones did not (widening).
 //!
-//! Input: the live object (or none) and the object as it would be after the apply (or none).
-//! Output: a [`RoleDelta`], `None` when the rules do not change. Pure.
+//! Input: per role, the live object (or none) and the object as it would be after the apply
+//! (or none). Output: a [`RoleDelta`] per role whose rules change. Pure.
 //!
 //! A rule grants a set of requests: (API group, resource, verb), optionally limited to
-//! resource names, or (non-resource URL, verb). A request of a new rule widens permissions
-//! when no old rule grants it; `*` in an old rule grants every value, and a trailing `*` of a
-//! non-resource URL every URL it prefixes. Each widening request is classified:
+//! resource names, or (non-resource URL, verb). A request of an added rule widens permissions
+//! when no rule of the baseline grants it: what the installed release's roles granted in that
+//! scope ([`release_delta`]; generated role names carry the bundle version, so an upgrade
+//! creates new roles and deletes the old ones). `*` in a baseline rule grants every value, and
+//! a trailing `*` of a non-resource URL every URL it prefixes. Each widening request is
+//! classified:
 //!
 //! | what | [`WideningKind`] |
 //! |---|---|
@@ -284,8 +287,14 @@ fn describe(request: &Request) -> String {
 }
 
 /// The delta between the live role `old` and `new` (either absent: created or deleted), `None`
-/// when their rules are the same.
-pub fn role_delta(old: Option<&Value>, new: Option<&Value>) -> Option<RoleDelta> {
+/// when their rules are the same. Widening is judged against `baseline`: what the installed
+/// release granted in the role's scope ([`release_delta`]), so a role renamed by an upgrade
+/// (generated names carry the bundle version) widens only by what it adds.
+pub fn role_delta(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    baseline: &[Rule],
+) -> Option<RoleDelta> {
     let any = new.or(old)?;
     let old_rules = old.map(rules_of).unwrap_or_default();
     let new_rules = new.map(rules_of).unwrap_or_default();
@@ -306,11 +315,11 @@ pub fn role_delta(old: Option<&Value>, new: Option<&Value>) -> Option<RoleDelta>
         .collect();
     let mut widening: BTreeSet<Widening> = BTreeSet::new();
     for request in added.iter().flat_map(requests) {
-        if old_rules.iter().any(|r| grants(r, &request)) {
+        if baseline.iter().any(|r| grants(r, &request)) {
             continue;
         }
         widening.insert(Widening {
-            kind: classify(&request, &old_rules),
+            kind: classify(&request, baseline),
             what: describe(&request),
         });
     }
@@ -327,6 +336,49 @@ pub fn role_delta(old: Option<&Value>, new: Option<&Value>) -> Option<RoleDelta>
         removed,
         widening: widening.into_iter().collect(),
     })
+}
+
+/// One role of a release: `(before, after)`, either absent (created or deleted).
+pub type RolePair<'a> = (Option<&'a Value>, Option<&'a Value>);
+
+/// The deltas of every role of a release. The baseline of a ClusterRole is every rule of the
+/// installed release's ClusterRoles; of a Role, those plus its namespace's Roles. Roles whose
+/// rules stay the same are left out.
+pub fn release_delta(roles: &[RolePair<'_>]) -> Vec<RoleDelta> {
+    let namespace = |v: &Value| {
+        v.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let kind = |v: &Value| {
+        v.get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let before: Vec<&Value> = roles.iter().filter_map(|(old, _)| *old).collect();
+    let cluster: Vec<Rule> = before
+        .iter()
+        .filter(|v| kind(v) == "ClusterRole")
+        .flat_map(|v| rules_of(v))
+        .collect();
+    roles
+        .iter()
+        .filter_map(|(old, new)| {
+            let any = new.or(*old)?;
+            let mut baseline = cluster.clone();
+            if kind(any) == "Role" {
+                let ns = namespace(any);
+                baseline.extend(
+                    before
+                        .iter()
+                        .filter(|v| kind(v) == "Role" && namespace(v) == ns)
+                        .flat_map(|v| rules_of(v)),
+                );
+            }
+            role_delta(*old, *new, &baseline)
+        })
+        .collect()
 }
 
 /// Whether `kind` of `apiVersion` is a role whose rules [`role_delta`] compares.
@@ -362,7 +414,7 @@ mod tests {
             json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list"]},
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]),
         );
-        assert_eq!(role_delta(Some(&a), Some(&b)), None);
+        assert_eq!(role_delta(Some(&a), Some(&b), &rules_of(&a)), None);
     }
 
     #[test]
@@ -374,7 +426,7 @@ mod tests {
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "update"]},
             {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}
         ]));
-        let d = role_delta(Some(&old), Some(&new)).unwrap();
+        let d = role_delta(Some(&old), Some(&new), &rules_of(&old)).unwrap();
         assert_eq!(d.removed.len(), 1);
         assert_eq!(d.added.len(), 2);
         assert_eq!(
@@ -395,9 +447,9 @@ mod tests {
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
         ]));
-        let d = role_delta(Some(&old), Some(&new)).unwrap();
+        let d = role_delta(Some(&old), Some(&new), &rules_of(&old)).unwrap();
         assert!(!d.widens(), "{d:?}");
-        let gone = role_delta(Some(&old), None).unwrap();
+        let gone = role_delta(Some(&old), None, &rules_of(&old)).unwrap();
         assert!(!gone.widens());
         assert_eq!(gone.removed.len(), 1);
     }
@@ -413,7 +465,7 @@ mod tests {
             {"apiGroups": ["*"], "resources": ["*"], "verbs": ["list"]},
             {"nonResourceURLs": ["/metrics*"], "verbs": ["get"]}
         ]));
-        let d = role_delta(Some(&old), Some(&new)).unwrap();
+        let d = role_delta(Some(&old), Some(&new), &rules_of(&old)).unwrap();
         assert_eq!(
             kinds(&d),
             [
@@ -434,7 +486,7 @@ mod tests {
         let new = role(
             json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}]),
         );
-        let d = role_delta(Some(&old), Some(&new)).unwrap();
+        let d = role_delta(Some(&old), Some(&new), &rules_of(&old)).unwrap();
         assert!(!d.widens());
         assert_eq!(d.removed.len(), 1);
     }
@@ -442,8 +494,58 @@ mod tests {
     #[test]
     fn a_created_role_grants_everything_it_lists() {
         let new = role(json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]));
-        let d = role_delta(None, Some(&new)).unwrap();
+        let d = role_delta(None, Some(&new), &[]).unwrap();
         assert_eq!(kinds(&d), [(WideningKind::NewResource, "get pods")]);
         assert_eq!(d.name, "r");
+    }
+
+    /// Generated role names carry the bundle version: an upgrade creates a role and deletes
+    /// the old one; only what the new one adds to the release's grants widens.
+    #[test]
+    fn a_renamed_role_widens_only_by_what_the_release_did_not_grant() {
+        let mut old = role(
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]),
+        );
+        old["metadata"]["name"] = json!("p.v1-abc");
+        let mut new = role(json!([
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "update"]}
+        ]));
+        new["metadata"]["name"] = json!("p.v2-def");
+        let deltas = release_delta(&[(None, Some(&new)), (Some(&old), None)]);
+        assert_eq!(deltas.len(), 2);
+        assert_eq!(deltas[0].name, "p.v2-def");
+        assert_eq!(
+            kinds(&deltas[0]),
+            [(WideningKind::NewVerb, "update configmaps")]
+        );
+        assert_eq!(deltas[1].name, "p.v1-abc");
+        assert!(!deltas[1].widens());
+    }
+
+    #[test]
+    fn a_role_is_judged_against_its_namespace_and_the_cluster_roles() {
+        let mut cluster =
+            role(json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]));
+        cluster["metadata"]["name"] = json!("c");
+        let ns_role = |ns: &str, resource: &str| {
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": format!("r-{ns}-{resource}"), "namespace": ns},
+                "rules": [{"apiGroups": [""], "resources": [resource], "verbs": ["get"]}]})
+        };
+        let old_a = ns_role("a", "secrets");
+        let new_b = ns_role("b", "secrets");
+        let new_b_pods = ns_role("b", "pods");
+        let deltas = release_delta(&[
+            (Some(&cluster), Some(&cluster)),
+            (Some(&old_a), Some(&old_a)),
+            (None, Some(&new_b)),
+            (None, Some(&new_b_pods)),
+        ]);
+        assert_eq!(deltas.len(), 2);
+        assert_eq!(
+            kinds(&deltas[0]),
+            [(WideningKind::NewResource, "get secrets")]
+        );
+        assert!(!deltas[1].widens(), "{:?}", deltas[1]);
     }
 }

@@ -269,6 +269,8 @@ impl Report {
                 };
                 let verdict = if r.widens() {
                     p.red("widens permissions")
+                } else if r.added.is_empty() {
+                    "narrows permissions".into()
                 } else {
                     "does not widen permissions".into()
                 };

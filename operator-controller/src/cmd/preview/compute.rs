@@ -599,6 +599,7 @@ fn object_change(object: &ObjectRef, change: Change) -> ObjectChange {
 
 /// Objects, RBAC and webhook deltas from what the apply's checks read.
 fn compare_objects(report: &mut Report, found: &ApplyPreview) {
+    let mut roles: Vec<rbac::RolePair<'_>> = Vec::new();
     for o in &found.objects {
         let mut change = object_change(&o.object, Change::Unchanged);
         match (&o.live, &o.dry_run) {
@@ -623,10 +624,8 @@ fn compare_objects(report: &mut Report, found: &ApplyPreview) {
         report.objects.push(change);
         let after = o.dry_run.as_ref().unwrap_or(&o.body);
         let (api_version, kind) = (o.object.api_version.as_str(), o.object.kind.as_str());
-        if rbac::is_role(api_version, kind)
-            && let Some(delta) = rbac::role_delta(o.live.as_ref(), Some(after))
-        {
-            report.rbac.push(delta);
+        if rbac::is_role(api_version, kind) {
+            roles.push((o.live.as_ref(), Some(after)));
         }
         if webhooks::is_webhook_configuration(api_version, kind)
             && let Some(delta) = webhooks::webhook_delta(o.live.as_ref(), Some(after))
@@ -636,7 +635,12 @@ fn compare_objects(report: &mut Report, found: &ApplyPreview) {
     }
     for r in &found.removals {
         let mut change = object_change(&r.object, Change::Delete);
+        let (api_version, kind) = (r.object.api_version.as_str(), r.object.kind.as_str());
         if let Some(reason) = &r.kept {
+            if rbac::is_role(api_version, kind) {
+                // Kept: it still grants what it granted.
+                roles.push((r.live.as_ref(), r.live.as_ref()));
+            }
             change.change = Change::Kept;
             change.reason = reason.to_string();
             if *reason == KeepReason::CustomResourcesExist {
@@ -645,11 +649,8 @@ fn compare_objects(report: &mut Report, found: &ApplyPreview) {
                     .push(r.object.name.clone());
             }
         } else {
-            let (api_version, kind) = (r.object.api_version.as_str(), r.object.kind.as_str());
-            if rbac::is_role(api_version, kind)
-                && let Some(delta) = rbac::role_delta(r.live.as_ref(), None)
-            {
-                report.rbac.push(delta);
+            if rbac::is_role(api_version, kind) {
+                roles.push((r.live.as_ref(), None));
             }
             if webhooks::is_webhook_configuration(api_version, kind)
                 && let Some(delta) = webhooks::webhook_delta(r.live.as_ref(), None)
@@ -659,4 +660,5 @@ fn compare_objects(report: &mut Report, found: &ApplyPreview) {
         }
         report.objects.push(change);
     }
+    report.rbac = rbac::release_delta(&roles);
 }
