@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, Patch, PatchParams};
 use olm_e2e::assets::Assets;
 use olm_e2e::operator_controller::{BundleSpec, widget_schema};
 use olm_e2e::scenario::{ExtensionSpec, Package, Scenario};
@@ -150,6 +152,19 @@ async fn preview_of_an_upgrade_shows_the_image_diff_and_the_widening_rule_and_wr
         .install(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
         .await;
     let user = unique_name("previewer");
+    // Someone else annotates the Deployment: the apply keeps that field.
+    let deployments: Api<Deployment> = Api::namespaced(scenario.client.clone(), &ns);
+    deployments
+        .patch(
+            &catalog.deployment_name(),
+            &PatchParams {
+                field_manager: Some("e2e-editor".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(json!({"metadata": {"annotations": {"team": "blue"}}})),
+        )
+        .await
+        .unwrap();
 
     let run = preview(
         &scenario,
@@ -180,6 +195,11 @@ async fn preview_of_an_upgrade_shows_the_image_diff_and_the_widening_rule_and_wr
         diff.lines()
             .any(|l| l.starts_with('+') && l.ends_with("image: example.invalid/e2e/manager:v2")),
         "{diff}"
+    );
+    assert_eq!(
+        deployments[0]["keptFields"],
+        json!([{"manager": "e2e-editor", "fields": [".metadata.annotations.team"]}]),
+        "{v}"
     );
     // The ConfigMap and CRD of the bundle: the ConfigMap's data names the version.
     assert_eq!(object(&v, "ConfigMap")[0]["change"], "update", "{v}");
@@ -338,6 +358,47 @@ async fn preview_of_an_upgrade_removing_a_crd_field_shows_upstreams_refusal() {
         "{}",
         human.stdout
     );
+
+    // Data-aware, as the controller with --crd-upgrade-safety-data-aware: no stored Widget
+    // sets the removed field, so the upgrade goes through with a warning.
+    let run = preview(
+        &scenario,
+        &user,
+        &[
+            "--extension",
+            &ext.name,
+            "--version",
+            "1.0.1",
+            "--crd-upgrade-safety-data-aware",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(
+        run.status, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let v = json_of(&run);
+    assert_eq!(v["wouldApply"], true, "{v}");
+    assert_eq!(v["crds"][0]["verdict"], "allowed", "{v}");
+    assert_eq!(v["dataAware"].as_array().unwrap().len(), 1, "{v}");
+    let human = preview(
+        &scenario,
+        &user,
+        &[
+            "--extension",
+            &ext.name,
+            "--version",
+            "1.0.1",
+            "--crd-upgrade-safety-data-aware",
+        ],
+    )
+    .await;
+    assert_eq!(human.status, 0, "{}", human.stderr);
+    println!("{}", human.stdout);
+
     assert_eq!(
         scenario.installed(&ext).await,
         Some(catalog.bundle("1.0.0"))

@@ -181,6 +181,13 @@ fn bundle_text(b: &BundleRef) -> String {
 }
 
 impl Report {
+    /// Whether the controller would leave everything as it is: the installed release stays
+    /// and no object of it changes.
+    pub fn changes_nothing(&self) -> bool {
+        matches!(self.action.as_str(), "unchanged" | "keep-installed")
+            && self.objects.iter().all(|o| o.change == Change::Unchanged)
+    }
+
     /// The human text; `colour` adds ANSI colours (for a terminal).
     pub fn human(&self, colour: bool) -> String {
         let p = Paint { on: colour };
@@ -331,7 +338,9 @@ impl Report {
             }
         }
         s.push('\n');
-        s.push_str(&if self.would_apply {
+        s.push_str(&if self.would_apply && self.changes_nothing() {
+            p.green("Result: nothing would change (nothing was written).")
+        } else if self.would_apply {
             p.green("Result: the controller would apply this change (nothing was written).")
         } else {
             p.red("Result: the controller would refuse this change (nothing was written).")
@@ -392,6 +401,17 @@ mod tests {
         assert!(text.contains("would apply"), "{text}");
         assert!(!text.contains('\x1b'));
         assert!(report().human(true).contains("\x1b[32m+b\x1b[0m"));
+    }
+
+    #[test]
+    fn an_unchanged_release_changes_nothing() {
+        let mut r = report();
+        r.action = "unchanged".into();
+        assert!(!r.changes_nothing(), "the Deployment would be updated");
+        r.objects[0].change = Change::Unchanged;
+        r.objects[0].diff.clear();
+        assert!(r.changes_nothing());
+        assert!(r.human(false).contains("Result: nothing would change"));
     }
 
     #[test]
