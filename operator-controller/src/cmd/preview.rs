@@ -61,6 +61,7 @@ use crate::catalog_source::http::ReadIdleArgs;
 use crate::cmd::render::CertProviderArg;
 
 mod compute;
+mod inputs;
 
 /// How the report is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -88,10 +89,10 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub extension: Option<String>,
     /// Override `spec.source.catalog.version` of `--extension` (empty: no range).
-    #[arg(long, value_name = "RANGE", requires = "extension")]
+    #[arg(long, value_name = "RANGE", conflicts_with = "file")]
     pub version: Option<String>,
     /// Override `spec.source.catalog.channels` of `--extension`. Repeatable.
-    #[arg(long = "channel", value_name = "C", requires = "extension")]
+    #[arg(long = "channel", value_name = "C", conflicts_with = "file")]
     pub channels: Vec<String>,
     /// Kubeconfig, instead of $KUBECONFIG or the in-cluster configuration.
     #[arg(long, value_name = "FILE")]
@@ -184,5 +185,53 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
         Exit::Ok
     } else {
         Exit::Invalid
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(["operator-controller", "preview"].iter().chain(args))
+    }
+
+    #[test]
+    fn a_file_or_an_extension_is_required_and_not_both() {
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["-f", "x.yaml", "--extension", "e"]).is_err());
+        let cli = parse(&["-f", "x.yaml"]).expect("a file");
+        assert!(matches!(cli.command, Command::Preview(a) if a.file.is_some()));
+    }
+
+    #[test]
+    fn overrides_apply_to_an_extension_on_the_cluster_only() {
+        assert!(parse(&["-f", "x.yaml", "--version", "1.0.0"]).is_err());
+        assert!(parse(&["-f", "x.yaml", "--channel", "fast"]).is_err());
+        let cli = parse(&[
+            "--extension",
+            "e",
+            "--version",
+            ">=1.0.0",
+            "--channel",
+            "fast",
+            "--channel",
+            "stable",
+            "-o",
+            "json",
+            "--insecure-registries",
+            "a:5000,b:5000",
+        ])
+        .expect("an extension with overrides");
+        let Command::Preview(args) = cli.command else {
+            panic!("not preview");
+        };
+        assert_eq!(args.version.as_deref(), Some(">=1.0.0"));
+        assert_eq!(args.channels, ["fast", "stable"]);
+        assert_eq!(args.output, super::Output::Json);
+        assert_eq!(args.insecure_registries, ["a:5000", "b:5000"]);
+        assert!(args.cache_path.is_none());
     }
 }

@@ -9,7 +9,6 @@
 //! failed, release records, certificate Secrets, the status) this reads or skips.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,8 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::ResourceExt;
 use kube::api::Api;
 use olm_api::condition_error::ConditionError;
-use olm_api::v1::{ClusterExtension, CrdUpgradeSafetyEnforcement};
-use olm_image::{Puller, PullerConfig, RegistriesConfFiles};
+use olm_api::v1::CrdUpgradeSafetyEnforcement;
 use olm_operator_core::apply_plan::{KeepReason, ObjectRef, Owner};
 use olm_operator_core::bundle;
 use olm_operator_core::crd_upgrade::{CheckOptions, Crd, Enforcement, check_upgrade};
@@ -37,10 +35,10 @@ use olm_operator_core::status::fallback::{self, Fallback};
 use olm_runtime::gates::FeatureGates;
 use serde_json::Value;
 
+use super::inputs::{cache, catalogd_client, cert_provider, extension, puller};
 use super::{Args, Failure};
 use crate::apply::{Applier, ApplyPreview, ApplyRequest};
-use crate::bundle_source::{ReadLimits, bundle_image_limits, pull_bundle};
-use crate::catalog_source::http::{CatalogdClient, ClientOptions};
+use crate::bundle_source::{ReadLimits, pull_bundle};
 use crate::cmd::run::FEATURE_GATES;
 use crate::controller::catalogs::{self, catalog_info};
 use crate::controller::error::{BundleFailure, BundleStepError, ReconcileError, ValidationError};
@@ -52,16 +50,12 @@ use crate::storage::ReleaseStore;
 use crate::storage::scopes::discover_scopes;
 
 /// Bound of each Kubernetes API call.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest ClusterExtension manifest read with `-f`.
-const MAX_MANIFEST_BYTES: u64 = 1 << 20;
-/// Largest CA file read from a CA directory (as `run`).
-const MAX_CA_FILE_BYTES: u64 = 1 << 20;
+pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// The owner uid of an extension that does not exist yet: rendered ownerReferences need one
 /// for the dry run; the API server does not check that the owner exists.
 const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";
 
-fn runtime<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> Failure + '_ {
+pub(super) fn runtime<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> Failure + '_ {
     move |e| Failure::Runtime(format!("{what}: {e}"))
 }
 
@@ -70,20 +64,6 @@ fn refused(mut report: Report, error: ReconcileError) -> Report {
     report.would_apply = false;
     report.message = error.condition_message();
     report
-}
-
-/// The bundle cache: `--cache-path`, or a temporary directory removed when dropped.
-struct Cache {
-    dir: PathBuf,
-    remove: bool,
-}
-
-impl Drop for Cache {
-    fn drop(&mut self) {
-        if self.remove {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
 }
 
 pub(super) async fn preview(args: &Args) -> Result<Report, Failure> {
@@ -356,163 +336,6 @@ fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer)
         .and_then(Value::as_str)
         .unwrap_or_default()
-}
-
-/// The ClusterExtension to preview and whether it exists on the cluster.
-async fn extension(
-    args: &Args,
-    client: &kube::Client,
-) -> Result<(ClusterExtension, bool), Failure> {
-    let api: Api<ClusterExtension> = Api::all(client.clone());
-    let get = |name: String| {
-        let api = api.clone();
-        async move {
-            tokio::time::timeout(CALL_TIMEOUT, api.get_opt(&name))
-                .await
-                .map_err(|_| Failure::Runtime("no answer from the API server".into()))?
-                .map_err(|e| Failure::Runtime(format!("reading ClusterExtension {name:?}: {e}")))
-        }
-    };
-    if let Some(name) = &args.extension {
-        let Some(mut extension) = get(name.clone()).await? else {
-            return Err(Failure::Usage(format!(
-                "ClusterExtension {name:?} not found"
-            )));
-        };
-        if let Some(catalog) = extension.spec.source.catalog.as_mut() {
-            if let Some(version) = &args.version {
-                catalog.version = Some(version.clone()).filter(|v| !v.is_empty());
-            }
-            if !args.channels.is_empty() {
-                catalog.channels = args.channels.clone();
-            }
-        }
-        return Ok((extension, true));
-    }
-    let path = args.file.as_deref().unwrap_or(Path::new("-"));
-    let value = read_manifest(path).map_err(Failure::Usage)?;
-    let mut extension: ClusterExtension = serde_json::from_value(value)
-        .map_err(|e| Failure::Usage(format!("{}: not a ClusterExtension: {e}", path.display())))?;
-    let name = extension.name_any();
-    if name.is_empty() {
-        return Err(Failure::Usage(format!(
-            "{}: metadata.name is required",
-            path.display()
-        )));
-    }
-    match get(name).await? {
-        Some(live) => {
-            extension.metadata.uid = live.metadata.uid;
-            Ok((extension, true))
-        }
-        None => {
-            extension.metadata.uid = None;
-            Ok((extension, false))
-        }
-    }
-}
-
-/// The first document of a YAML or JSON file.
-fn read_manifest(path: &Path) -> Result<Value, String> {
-    let bytes = olm_api::regular_file::read_regular(path, MAX_MANIFEST_BYTES)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut splitter = olm_api::fbc::yaml::DocumentSplitter::new(bytes.as_slice(), 1);
-    let doc = match splitter.next_document() {
-        Ok(Some(doc)) => doc,
-        Ok(None) => return Err(format!("{}: empty", path.display())),
-        Err(olm_api::fbc::yaml::SplitError::Io(e)) => {
-            return Err(format!("{}: {e}", path.display()));
-        }
-        Err(olm_api::fbc::yaml::SplitError::Syntax(e)) => {
-            return Err(format!(
-                "{}: line {}: {}",
-                path.display(),
-                e.line,
-                e.message
-            ));
-        }
-    };
-    match olm_api::fbc::yaml::document_to_value(&doc) {
-        Ok(Some(v)) => Ok(bundle::manifest::from_go(v)),
-        Ok(None) => Err(format!("{}: empty", path.display())),
-        Err(e) => Err(format!(
-            "{}: line {}: {}",
-            path.display(),
-            e.line,
-            e.message
-        )),
-    }
-}
-
-fn catalogd_client(args: &Args) -> Result<CatalogdClient, Failure> {
-    let mut options = ClientOptions {
-        read_idle_timeout: args.catalogd_read.catalogd_read_idle_timeout,
-        ..ClientOptions::default()
-    };
-    if let Some(dir) = &args.catalogd_cas_dir {
-        options.extra_ca_pem = Some(
-            olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)
-                .map_err(|e| Failure::Usage(format!("--catalogd-cas-dir: {e}")))?,
-        );
-    }
-    CatalogdClient::new(options).map_err(|e| Failure::Runtime(e.to_string()))
-}
-
-fn cache(args: &Args) -> Result<Cache, Failure> {
-    match &args.cache_path {
-        Some(dir) => Ok(Cache {
-            dir: dir.clone(),
-            remove: false,
-        }),
-        None => {
-            let dir = std::env::temp_dir().join(format!(
-                "operator-controller-preview-{}",
-                std::process::id()
-            ));
-            std::fs::create_dir_all(&dir).map_err(runtime("creating a temporary bundle cache"))?;
-            Ok(Cache { dir, remove: true })
-        }
-    }
-}
-
-/// The puller `run` builds from the same flags.
-fn puller(args: &Args, cache: &Path) -> Result<Puller, Failure> {
-    let mut config = PullerConfig::new(cache.join("bundles"));
-    config.insecure_registries = args.insecure_registries.clone();
-    config.registries = RegistriesConfFiles::from_environment();
-    config.limits = bundle_image_limits();
-    if let Some(dir) = &args.pull_cas_dir {
-        config.extra_ca_pem = Some(
-            olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)
-                .map_err(|e| Failure::Usage(format!("--pull-cas-dir: {e}")))?,
-        );
-    }
-    Puller::new(config).map_err(|e| Failure::Runtime(e.to_string()))
-}
-
-/// The provider `run` would use with the same flags.
-async fn cert_provider(
-    args: &Args,
-    gates: &FeatureGates,
-    client: &kube::Client,
-) -> Result<CertProvider, Failure> {
-    if let Some(p) = args.cert_provider {
-        return Ok(p.into());
-    }
-    if gates.value("WebhookProviderCertManager").is_some()
-        || gates.value("WebhookProviderOpenshiftServiceCA").is_some()
-    {
-        return Ok(if gates.enabled_or("WebhookProviderCertManager", false) {
-            CertProvider::CertManager
-        } else if gates.enabled_or("WebhookProviderOpenshiftServiceCA", false) {
-            CertProvider::OpenShiftServiceCa
-        } else {
-            CertProvider::None
-        });
-    }
-    crate::webhook_certs::detect_provider(client, CALL_TIMEOUT)
-        .await
-        .map_err(runtime("detecting the webhook certificate provider"))
 }
 
 /// Per rendered CRD that is installed: upstream's verdict and ours (the preflight decides).
