@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use olm_e2e::assets::Assets;
 use olm_e2e::operator_controller::{BundleSpec, widget_schema};
 use olm_e2e::scenario::{ExtensionSpec, Package, Scenario};
@@ -209,21 +209,35 @@ async fn preview_of_an_upgrade_shows_the_image_diff_and_the_widening_rule_and_wr
         "{v}"
     );
     // Generated ClusterRole names carry the bundle version: the upgrade creates one and
-    // deletes the other; the new one widens by what the installed release did not grant.
+    // deletes the other, bound to the same ServiceAccount; the delta is one entry, relative to
+    // the role it replaces.
+    let clusterroles = object(&v, "ClusterRole");
+    assert_eq!(clusterroles.len(), 2, "{v}");
+    let new_role = clusterroles
+        .iter()
+        .find(|o| o["change"] == "create")
+        .unwrap();
+    let old_role = clusterroles
+        .iter()
+        .find(|o| o["change"] == "delete")
+        .unwrap();
     let roles = v["rbac"].as_array().unwrap();
-    assert_eq!(roles.len(), 2, "{v}");
-    assert!(roles.iter().all(|r| r["kind"] == "ClusterRole"), "{v}");
-    let (created, deleted) = if roles[0]["removed"].as_array().unwrap().is_empty() {
-        (&roles[0], &roles[1])
-    } else {
-        (&roles[1], &roles[0])
-    };
-    assert_eq!(deleted["widening"], json!([]), "{v}");
+    assert_eq!(roles.len(), 1, "{v}");
+    let created = &roles[0];
+    assert_eq!(created["kind"], "ClusterRole");
+    assert_eq!(created["name"], new_role["name"]);
+    assert_eq!(created["replaces"], old_role["name"]);
     assert_eq!(
-        deleted["removed"],
+        created["removed"],
         json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}])
     );
-    assert_eq!(object(&v, "ClusterRole").len(), 2, "{v}");
+    assert_eq!(
+        created["added"],
+        json!([
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "update"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}
+        ])
+    );
     let widening: Vec<(String, String)> = created["widening"]
         .as_array()
         .unwrap()
@@ -460,4 +474,92 @@ async fn preview_of_a_new_extension_from_a_file_creates_every_object() {
 
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// A bundle that no longer ships its CRD while custom resources of it exist: the preview says
+/// the CRD would be kept, as the controller's prune keeps it.
+#[tokio::test]
+async fn preview_of_an_upgrade_dropping_a_crd_with_custom_resources_keeps_it() {
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario
+        .publish(
+            Package::new("pkg")
+                .bundle("1.0.0")
+                .bundle_with("1.1.0", |b| {
+                    b.manifests.retain(|(f, _)| f != "crd.json");
+                    b.csv_spec
+                        .insert("customresourcedefinitions".into(), json!({"owned": []}));
+                }),
+        )
+        .await;
+    let package = catalog.package().to_owned();
+    let ns = scenario.namespace("preview-kept").await;
+    let ext = scenario
+        .install(ExtensionSpec::new(&catalog, &ns).version("1.0.0"))
+        .await;
+    let group = format!("{package}.e2e.olm.test");
+    let widgets: Api<DynamicObject> = Api::namespaced_with(
+        scenario.client.clone(),
+        &ns,
+        &ApiResource {
+            group: group.clone(),
+            version: "v1".into(),
+            api_version: format!("{group}/v1"),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+        },
+    );
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1"), "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": 1},
+    }))
+    .unwrap();
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    let user = unique_name("previewer");
+    let run = preview(
+        &scenario,
+        &user,
+        &["--extension", &ext.name, "--version", "1.1.0", "-o", "json"],
+    )
+    .await;
+    assert_eq!(
+        run.status, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let v = json_of(&run);
+    let crd = format!("widgets.{group}");
+    assert_eq!(v["crdsKeptForCustomResources"], json!([crd]), "{v}");
+    let crds = object(&v, "CustomResourceDefinition");
+    assert_eq!(crds.len(), 1, "{v}");
+    assert_eq!(crds[0]["change"], "kept", "{v}");
+    // The renamed ClusterRole grants the same: no RBAC change.
+    assert_eq!(v["rbac"], json!([]), "{v}");
+    assert!(
+        crds[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("custom resources of it still exist"),
+        "{v}"
+    );
+    let human = preview(
+        &scenario,
+        &user,
+        &["--extension", &ext.name, "--version", "1.1.0"],
+    )
+    .await;
+    println!("{}", human.stdout);
+    assert!(
+        human
+            .stdout
+            .contains("no longer rendered, kept because custom resources of it exist"),
+        "{}",
+        human.stdout
+    );
+    only_dry_runs(&scenario, &user);
+    scenario.delete_extension(&ext).await;
+    scenario.finish().await;
 }

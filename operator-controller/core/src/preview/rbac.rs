@@ -1,8 +1,11 @@
 //! The RBAC delta of a ClusterRole or Role: rules added and removed, and whether the new rules
 //! grant anything the old ones did not (widening).
 //!
-//! Input: per role, the live object (or none) and the object as it would be after the apply
-//! (or none). Output: a [`RoleDelta`] per role whose rules change. Pure.
+//! Input: per role and per binding, the live object (or none) and the object as it would be
+//! after the apply (or none). Output: a [`RoleDelta`] per role whose rules change. Pure.
+//! Generated role names carry the bundle version, so an upgrade creates new roles and deletes
+//! the old ones; a created role bound to the same subjects as a deleted one replaces it, and
+//! its delta is relative to that one.
 //!
 //! A rule grants a set of requests: (API group, resource, verb), optionally limited to
 //! resource names, or (non-resource URL, verb). A request of an added rule widens permissions
@@ -20,7 +23,7 @@
 //! | a resource old rules name, with another verb | `NewVerb` |
 //! | the same resource and verb, no longer limited to the old resource names | `WiderNames` |
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -147,6 +150,11 @@ pub struct RoleDelta {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
+    /// The role of the installed release this one takes the place of (generated names change
+    /// with the bundle version): deleted, bound to the same subjects. `added` and `removed`
+    /// are then relative to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
     pub added: Vec<Rule>,
     pub removed: Vec<Rule>,
     /// Empty when the new rules grant nothing the old ones did not.
@@ -332,29 +340,69 @@ pub fn role_delta(
         kind: text("/kind").unwrap_or_default(),
         namespace: text("/metadata/namespace"),
         name: text("/metadata/name").unwrap_or_default(),
+        replaces: None,
         added,
         removed,
         widening: widening.into_iter().collect(),
     })
 }
 
-/// One role of a release: `(before, after)`, either absent (created or deleted).
+/// One role or binding of a release: `(before, after)`, either absent (created or deleted).
 pub type RolePair<'a> = (Option<&'a Value>, Option<&'a Value>);
 
-/// The deltas of every role of a release. The baseline of a ClusterRole is every rule of the
-/// installed release's ClusterRoles; of a Role, those plus its namespace's Roles. Roles whose
-/// rules stay the same are left out.
-pub fn release_delta(roles: &[RolePair<'_>]) -> Vec<RoleDelta> {
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// `(kind, namespace, name)` of a role, as bindings refer to it.
+type RoleKey = (String, Option<String>, String);
+
+fn role_key(role: &Value) -> RoleKey {
+    let kind = str_at(role, "/kind").to_owned();
+    let namespace = (kind == "Role").then(|| str_at(role, "/metadata/namespace").to_owned());
+    (kind, namespace, str_at(role, "/metadata/name").to_owned())
+}
+
+/// The subjects each role is bound to by `bindings` (`kind namespace/name`, sorted).
+fn subjects_by_role<'a>(
+    bindings: impl Iterator<Item = &'a Value>,
+) -> BTreeMap<RoleKey, BTreeSet<String>> {
+    let mut by_role: BTreeMap<RoleKey, BTreeSet<String>> = BTreeMap::new();
+    for binding in bindings {
+        let kind = str_at(binding, "/roleRef/kind").to_owned();
+        let namespace = (kind == "Role").then(|| str_at(binding, "/metadata/namespace").to_owned());
+        let key = (kind, namespace, str_at(binding, "/roleRef/name").to_owned());
+        let subjects = binding
+            .get("subjects")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                format!(
+                    "{} {}/{}",
+                    str_at(s, "/kind"),
+                    str_at(s, "/namespace"),
+                    str_at(s, "/name")
+                )
+            });
+        by_role.entry(key).or_default().extend(subjects);
+    }
+    by_role
+}
+
+/// The deltas of every role of a release. A created role bound (by the new bindings) to
+/// exactly the subjects a deleted role of the same kind and namespace was bound to (by the
+/// installed bindings) replaces it: one delta, relative to it. The baseline of widening for a
+/// ClusterRole is every rule of the installed release's ClusterRoles; for a Role, those plus
+/// its namespace's Roles. Roles whose rules stay the same are left out.
+pub fn release_delta(roles: &[RolePair<'_>], bindings: &[RolePair<'_>]) -> Vec<RoleDelta> {
+    let kind = |v: &Value| str_at(v, "/kind").to_owned();
     let namespace = |v: &Value| {
         v.pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .map(str::to_owned)
-    };
-    let kind = |v: &Value| {
-        v.get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
     };
     let before: Vec<&Value> = roles.iter().filter_map(|(old, _)| *old).collect();
     let cluster: Vec<Rule> = before
@@ -362,9 +410,46 @@ pub fn release_delta(roles: &[RolePair<'_>]) -> Vec<RoleDelta> {
         .filter(|v| kind(v) == "ClusterRole")
         .flat_map(|v| rules_of(v))
         .collect();
-    roles
+    let bound_before = subjects_by_role(bindings.iter().filter_map(|(old, _)| *old));
+    let bound_after = subjects_by_role(bindings.iter().filter_map(|(_, new)| *new));
+    // Pair created roles with the deleted roles they replace.
+    let mut pairs: Vec<RolePair<'_>> = Vec::new();
+    let mut deleted: Vec<&Value> = roles
         .iter()
-        .filter_map(|(old, new)| {
+        .filter(|(old, new)| old.is_some() && new.is_none())
+        .filter_map(|(old, _)| *old)
+        .collect();
+    let mut replaced: BTreeMap<usize, String> = BTreeMap::new();
+    for (old, new) in roles {
+        if let (None, Some(created)) = (old, new) {
+            let subjects = bound_after
+                .get(&role_key(created))
+                .filter(|s| !s.is_empty());
+            let predecessor = subjects.and_then(|subjects| {
+                deleted.iter().position(|d| {
+                    let (k, ns, _) = role_key(d);
+                    let (ck, cns, _) = role_key(created);
+                    k == ck && ns == cns && bound_before.get(&role_key(d)) == Some(subjects)
+                })
+            });
+            if let Some(i) = predecessor {
+                let d = deleted.remove(i);
+                replaced.insert(pairs.len(), str_at(d, "/metadata/name").to_owned());
+                pairs.push((Some(d), Some(created)));
+                continue;
+            }
+        }
+        pairs.push((*old, *new));
+    }
+    let paired: BTreeSet<&str> = replaced.values().map(String::as_str).collect();
+    pairs
+        .iter()
+        .enumerate()
+        .filter(|(_, (old, new))| {
+            // A deleted role that a created one replaces is reported with it.
+            !(new.is_none() && old.is_some_and(|o| paired.contains(str_at(o, "/metadata/name"))))
+        })
+        .filter_map(|(i, (old, new))| {
             let any = new.or(*old)?;
             let mut baseline = cluster.clone();
             if kind(any) == "Role" {
@@ -376,9 +461,18 @@ pub fn release_delta(roles: &[RolePair<'_>]) -> Vec<RoleDelta> {
                         .flat_map(|v| rules_of(v)),
                 );
             }
-            role_delta(*old, *new, &baseline)
+            let mut delta = role_delta(*old, *new, &baseline)?;
+            delta.replaces = replaced.get(&i).cloned();
+            Some(delta)
         })
         .collect()
+}
+
+/// Whether `kind` of `apiVersion` is a binding, whose subjects pair renamed roles
+/// ([`release_delta`]).
+pub fn is_binding(api_version: &str, kind: &str) -> bool {
+    api_version.starts_with("rbac.authorization.k8s.io/")
+        && (kind == "ClusterRoleBinding" || kind == "RoleBinding")
 }
 
 /// Whether `kind` of `apiVersion` is a role whose rules [`role_delta`] compares.
@@ -511,7 +605,7 @@ mod tests {
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "update"]}
         ]));
         new["metadata"]["name"] = json!("p.v2-def");
-        let deltas = release_delta(&[(None, Some(&new)), (Some(&old), None)]);
+        let deltas = release_delta(&[(None, Some(&new)), (Some(&old), None)], &[]);
         assert_eq!(deltas.len(), 2);
         assert_eq!(deltas[0].name, "p.v2-def");
         assert_eq!(
@@ -535,17 +629,82 @@ mod tests {
         let old_a = ns_role("a", "secrets");
         let new_b = ns_role("b", "secrets");
         let new_b_pods = ns_role("b", "pods");
-        let deltas = release_delta(&[
-            (Some(&cluster), Some(&cluster)),
-            (Some(&old_a), Some(&old_a)),
-            (None, Some(&new_b)),
-            (None, Some(&new_b_pods)),
-        ]);
+        let deltas = release_delta(
+            &[
+                (Some(&cluster), Some(&cluster)),
+                (Some(&old_a), Some(&old_a)),
+                (None, Some(&new_b)),
+                (None, Some(&new_b_pods)),
+            ],
+            &[],
+        );
         assert_eq!(deltas.len(), 2);
         assert_eq!(
             kinds(&deltas[0]),
             [(WideningKind::NewResource, "get secrets")]
         );
         assert!(!deltas[1].widens(), "{:?}", deltas[1]);
+    }
+
+    fn binding(name: &str, role: &str, sa: &str) -> Value {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "namespace": "ns", "name": sa}]})
+    }
+
+    #[test]
+    fn a_created_role_bound_to_the_same_subjects_replaces_the_deleted_one() {
+        let mut old = role(
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]),
+        );
+        old["metadata"]["name"] = json!("p.v1-abc");
+        let mut new = role(json!([
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "update"]}
+        ]));
+        new["metadata"]["name"] = json!("p.v2-def");
+        let mut other = role(json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]));
+        other["metadata"]["name"] = json!("other");
+        let (old_binding, new_binding) = (
+            binding("p.v1-abc", "p.v1-abc", "sa"),
+            binding("p.v2-def", "p.v2-def", "sa"),
+        );
+        let other_binding = binding("other", "other", "another-sa");
+        let deltas = release_delta(
+            &[(None, Some(&new)), (None, Some(&other)), (Some(&old), None)],
+            &[
+                (None, Some(&new_binding)),
+                (None, Some(&other_binding)),
+                (Some(&old_binding), None),
+            ],
+        );
+        assert_eq!(deltas.len(), 2, "{deltas:?}");
+        assert_eq!(deltas[0].name, "p.v2-def");
+        assert_eq!(deltas[0].replaces.as_deref(), Some("p.v1-abc"));
+        assert_eq!(deltas[0].removed.len(), 1);
+        assert_eq!(deltas[0].added.len(), 1);
+        assert_eq!(
+            kinds(&deltas[0]),
+            [(WideningKind::NewVerb, "update configmaps")]
+        );
+        assert_eq!(deltas[1].name, "other");
+        assert_eq!(deltas[1].replaces, None);
+    }
+
+    #[test]
+    fn a_renamed_role_with_the_same_rules_is_no_change() {
+        let rules = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]);
+        let mut old = role(rules.clone());
+        old["metadata"]["name"] = json!("p.v1-abc");
+        let mut new = role(rules);
+        new["metadata"]["name"] = json!("p.v2-def");
+        let deltas = release_delta(
+            &[(None, Some(&new)), (Some(&old), None)],
+            &[
+                (None, Some(&binding("b2", "p.v2-def", "sa"))),
+                (Some(&binding("b1", "p.v1-abc", "sa")), None),
+            ],
+        );
+        assert_eq!(deltas, Vec::<RoleDelta>::new());
     }
 }

@@ -274,10 +274,12 @@ impl Report {
                     Some(ns) => format!("{} {}/{}", r.kind, ns, r.name),
                     None => format!("{} {}", r.kind, r.name),
                 };
+                let title = match &r.replaces {
+                    Some(old) => format!("{title} (replaces {old})"),
+                    None => title,
+                };
                 let verdict = if r.widens() {
                     p.red("widens permissions")
-                } else if r.added.is_empty() {
-                    "narrows permissions".into()
                 } else {
                     "does not widen permissions".into()
                 };

@@ -423,6 +423,7 @@ fn object_change(object: &ObjectRef, change: Change) -> ObjectChange {
 /// Objects, RBAC and webhook deltas from what the apply's checks read.
 fn compare_objects(report: &mut Report, found: &ApplyPreview) {
     let mut roles: Vec<rbac::RolePair<'_>> = Vec::new();
+    let mut bindings: Vec<rbac::RolePair<'_>> = Vec::new();
     for o in &found.objects {
         let mut change = object_change(&o.object, Change::Unchanged);
         match (&o.live, &o.dry_run) {
@@ -450,6 +451,9 @@ fn compare_objects(report: &mut Report, found: &ApplyPreview) {
         if rbac::is_role(api_version, kind) {
             roles.push((o.live.as_ref(), Some(after)));
         }
+        if rbac::is_binding(api_version, kind) {
+            bindings.push((o.live.as_ref(), Some(after)));
+        }
         if webhooks::is_webhook_configuration(api_version, kind)
             && let Some(delta) = webhooks::webhook_delta(o.live.as_ref(), Some(after))
         {
@@ -464,6 +468,9 @@ fn compare_objects(report: &mut Report, found: &ApplyPreview) {
                 // Kept: it still grants what it granted.
                 roles.push((r.live.as_ref(), r.live.as_ref()));
             }
+            if rbac::is_binding(api_version, kind) {
+                bindings.push((r.live.as_ref(), r.live.as_ref()));
+            }
             change.change = Change::Kept;
             change.reason = reason.to_string();
             if *reason == KeepReason::CustomResourcesExist {
@@ -475,6 +482,9 @@ fn compare_objects(report: &mut Report, found: &ApplyPreview) {
             if rbac::is_role(api_version, kind) {
                 roles.push((r.live.as_ref(), None));
             }
+            if rbac::is_binding(api_version, kind) {
+                bindings.push((r.live.as_ref(), None));
+            }
             if webhooks::is_webhook_configuration(api_version, kind)
                 && let Some(delta) = webhooks::webhook_delta(r.live.as_ref(), None)
             {
@@ -483,5 +493,5 @@ fn compare_objects(report: &mut Report, found: &ApplyPreview) {
         }
         report.objects.push(change);
     }
-    report.rbac = rbac::release_delta(&roles);
+    report.rbac = rbac::release_delta(&roles, &bindings);
 }
