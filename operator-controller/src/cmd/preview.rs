@@ -15,7 +15,9 @@
 //! plan, the CRD upgrade-safety preflight ([`crate::controller::preflight`]) and
 //! [`crate::apply::Applier::preview`] (the checks of `Applier::check` — plan, namespaces,
 //! permissions, live reads, collisions, dry run — keeping the live and dry-run objects). The
-//! comparison is [`olm_operator_core::preview`]'s. Not done: the built-in webhook certificate
+//! comparison is [`olm_operator_core::preview`]'s. The only mutating requests are the dry runs
+//! and, with `--honor-service-account` and a `spec.serviceAccount`, SubjectAccessReviews (which
+//! store nothing). Not done: the built-in webhook certificate
 //! provider's Secrets and CA bundles (its CA bundles are not compared), and the writes
 //! themselves.
 //!
