@@ -35,7 +35,7 @@ use olm_operator_core::status::fallback::{self, Fallback};
 use olm_runtime::gates::FeatureGates;
 use serde_json::Value;
 
-use super::inputs::{cache, catalogd_client, cert_provider, extension, puller};
+use super::inputs::{cache, catalogd_client, cert_provider, extension, from_file, puller};
 use super::{Args, Failure};
 use crate::apply::{Applier, ApplyPreview, ApplyRequest};
 use crate::bundle_source::{ReadLimits, pull_bundle};
@@ -67,10 +67,11 @@ fn refused(mut report: Report, error: ReconcileError) -> Report {
 }
 
 pub(super) async fn preview(args: &Args) -> Result<Report, Failure> {
+    let from_file = from_file(args)?;
     let client = olm_runtime::client::client(args.kubeconfig.as_deref())
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let (extension, exists) = extension(args, &client).await?;
+    let (extension, exists) = extension(args, from_file, &client).await?;
     let name = extension.name_any();
     let mut report = Report {
         extension: name.clone(),

@@ -44,6 +44,7 @@ impl Drop for Cache {
 /// The ClusterExtension to preview and whether it exists on the cluster.
 pub(super) async fn extension(
     args: &Args,
+    from_file: Option<ClusterExtension>,
     client: &kube::Client,
 ) -> Result<(ClusterExtension, bool), Failure> {
     let api: Api<ClusterExtension> = Api::all(client.clone());
@@ -72,17 +73,12 @@ pub(super) async fn extension(
         }
         return Ok((extension, true));
     }
-    let path = args.file.as_deref().unwrap_or(Path::new("-"));
-    let value = read_manifest(path).map_err(Failure::Usage)?;
-    let mut extension: ClusterExtension = serde_json::from_value(value)
-        .map_err(|e| Failure::Usage(format!("{}: not a ClusterExtension: {e}", path.display())))?;
+    let Some(mut extension) = from_file else {
+        return Err(Failure::Usage(
+            "-f FILE or --extension NAME is required".into(),
+        ));
+    };
     let name = extension.name_any();
-    if name.is_empty() {
-        return Err(Failure::Usage(format!(
-            "{}: metadata.name is required",
-            path.display()
-        )));
-    }
     match get(name).await? {
         Some(live) => {
             extension.metadata.uid = live.metadata.uid;
@@ -93,6 +89,24 @@ pub(super) async fn extension(
             Ok((extension, false))
         }
     }
+}
+
+/// The ClusterExtension of `-f FILE` (`None` without `-f`), read before anything else so that
+/// an unusable file is a usage error whatever the cluster.
+pub(super) fn from_file(args: &Args) -> Result<Option<ClusterExtension>, Failure> {
+    let Some(path) = args.file.as_deref() else {
+        return Ok(None);
+    };
+    let value = read_manifest(path).map_err(Failure::Usage)?;
+    let extension: ClusterExtension = serde_json::from_value(value)
+        .map_err(|e| Failure::Usage(format!("{}: not a ClusterExtension: {e}", path.display())))?;
+    if extension.name_any().is_empty() {
+        return Err(Failure::Usage(format!(
+            "{}: metadata.name is required",
+            path.display()
+        )));
+    }
+    Ok(Some(extension))
 }
 
 /// The first document of a YAML or JSON file.
