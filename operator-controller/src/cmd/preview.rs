@@ -17,9 +17,8 @@
 //! permissions, live reads, collisions, dry run — keeping the live and dry-run objects). The
 //! comparison is [`olm_operator_core::preview`]'s. The only mutating requests are the dry runs
 //! and, with `--honor-service-account` and a `spec.serviceAccount`, SubjectAccessReviews (which
-//! store nothing). Not done: the built-in webhook certificate
-//! provider's Secrets and CA bundles (its CA bundles are not compared), and the writes
-//! themselves.
+//! store nothing). Not done: the built-in webhook certificate provider's Secrets and CA bundles
+//! (its CA bundles are not compared), and the writes themselves.
 //!
 //! | status | meaning |
 //! |--------|---------|
@@ -41,7 +40,8 @@
 //!               "change": "create" | "update" | "unchanged" | "delete" | "kept" | "unknown",
 //!               "diff"?: unified diff of our fields, live -> after apply,
 //!               "keptFields"?: [{"manager", "fields": [path]}], "reason"?: text}],
-//!  "rbac": [{"kind", "namespace"?, "name", "added": [rule], "removed": [rule],
+//!  "rbac": [{"kind", "namespace"?, "name", "replaces"?: the deleted role it takes the place of,
+//!            "added": [rule], "removed": [rule],
 //!            "widening": [{"kind": "Wildcard" | "Escalation" | "NewResource" | "NewVerb" |
 //!                          "WiderNames", "what": "verb group/resource"}]}],
 //!  "crds": [{"name", "verdict": "safe" | "unsafe" | "allowed" | "skipped", "upstream"?: text}],
