@@ -56,6 +56,13 @@ pub enum Command {
     /// 1 nothing resolves (explanation printed all the same), 2 usage, 3 runtime failure.
     #[command(after_help = EXIT_STATUS_HELP)]
     Explain(Box<cmd::explain::Args>),
+    /// Preview what the controller would do for a ClusterExtension (`-f FILE` or `--extension
+    /// NAME`): the bundle change, each object created, updated (with a diff), deleted or left,
+    /// the RBAC and webhook deltas and CRD upgrade safety, writing nothing (dry runs only);
+    /// exit 0 would apply, 1 would be refused (the controller's message printed), 2 usage,
+    /// 3 runtime failure.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Preview(Box<cmd::preview::Args>),
 }
 
 /// Runs the parsed command with the process's stdout and stderr.
@@ -76,6 +83,7 @@ pub fn run_with(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
             Exit::Ok
         }
         Command::Explain(args) => cmd::explain::run(&args, out, err),
+        Command::Preview(args) => cmd::preview::run(&args, out, err),
     }
 }
 

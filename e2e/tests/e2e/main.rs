@@ -28,6 +28,7 @@ mod gating;
 mod loopback;
 mod olm_upgrade;
 mod openshift;
+mod preview;
 mod registry_mirrors;
 mod release_images;
 mod release_manifest;

@@ -24,6 +24,8 @@
 //! - [`catalog_changes`]: which ClusterExtensions a ClusterCatalog change concerns.
 //! - [`fingerprint`]: which changes of watched objects are worth acting on (drift of applied
 //!   objects, the ClusterExtension changes that start a reconcile).
+//! - [`preview`]: what an install or upgrade would change (object diffs, RBAC and webhook
+//!   deltas), for `operator-controller preview`.
 //! - [`webhook_certs`]: the built-in webhook certificate provider: which certificates, when
 //!   they rotate, and the CA bundle injected into webhook configurations and CRDs.
 
@@ -34,6 +36,7 @@ pub mod crd_upgrade;
 pub mod fingerprint;
 pub mod gating;
 pub mod gotype;
+pub mod preview;
 pub mod release;
 pub mod render;
 pub mod resolve;

@@ -69,6 +69,7 @@ pub use error::{ApiFailure, ApplyError};
 pub use olm_operator_core::apply_plan::{
     Availability, Identity, KeepReason, KeptObject, ObjectRef, Owner, ResourceInfo,
 };
+pub use set::preview::{ApplyPreview, PreviewedObject, PreviewedRemoval};
 
 /// Time bounds of the apply layer. The defaults suit a controller; tests may shorten them.
 #[derive(Clone, Debug)]

@@ -33,6 +33,8 @@ use super::error::ApplyError;
 use super::identity::{client_for, require_permissions, require_service_account};
 use super::{AppliedObject, Applier, ApplyOutcome, ApplyRequest};
 
+pub(crate) mod preview;
+
 /// Longest label value the API server accepts.
 const MAX_LABEL_VALUE_LEN: usize = 63;
 /// How many objects are read at once before applying.

@@ -3,6 +3,7 @@
 
 pub mod crd_upgrade_check;
 pub mod explain;
+pub mod preview;
 pub mod render;
 pub mod resolve;
 pub mod run;

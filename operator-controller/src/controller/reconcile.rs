@@ -1043,7 +1043,9 @@ fn api_update(update: AvailableUpdate) -> olm_api::v1::AvailableUpdate {
 
 /// Whether ClusterCatalogs matching the extension's selector exist (any availability, as
 /// upstream counts them).
-fn catalogs_matching(
+///
+/// `operator-controller preview` asks the same ([`crate::cmd::preview`]).
+pub(crate) fn catalogs_matching(
     filter: &CatalogFilter,
     views: &[olm_operator_core::catalog_changes::CatalogView],
 ) -> CatalogsMatching {
@@ -1080,7 +1082,9 @@ fn render_inputs(
 }
 
 /// The objects a stored release lists.
-fn release_refs(
+///
+/// `operator-controller preview` asks the same ([`crate::cmd::preview`]).
+pub(crate) fn release_refs(
     release: &Release,
 ) -> Result<Vec<ObjectRef>, olm_operator_core::release::manifest::ManifestError> {
     Ok(manifest_objects(&release.manifest)?
@@ -1106,7 +1110,9 @@ fn installed_finding(bundle: &history::InstalledBundle) -> Installed {
 /// | off (default, upstream v1.11) | any | the controller |
 /// | on | set | that ServiceAccount (impersonation) |
 /// | on | unset | the controller |
-fn identity(extension: &ClusterExtension, honor_service_account: bool) -> Identity {
+///
+/// `operator-controller preview` asks the same ([`crate::cmd::preview`]).
+pub(crate) fn identity(extension: &ClusterExtension, honor_service_account: bool) -> Identity {
     match extension
         .spec
         .service_account
