@@ -110,7 +110,47 @@ fn parse_go_bool(s: &str) -> Option<bool> {
     }
 }
 
+/// Why a controller does not start from its flags: a usage error (exit 2) or a configuration
+/// refused (exit 1), with the text to print.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ArgsError {
+    Usage(String),
+    Refused(String),
+}
+
+impl ArgsError {
+    /// Prints `Error: <text>` (as upstream's cobra commands do; a refusal is logged too) and
+    /// gives the exit status.
+    pub fn report(self, err: &mut dyn std::io::Write) -> crate::exit::Exit {
+        match self {
+            ArgsError::Usage(message) => {
+                let _ = writeln!(err, "Error: {message}");
+                crate::exit::Exit::Usage
+            }
+            ArgsError::Refused(message) => {
+                tracing::error!("{message}");
+                let _ = writeln!(err, "Error: {message}");
+                crate::exit::Exit::Invalid
+            }
+        }
+    }
+}
+
 impl FeatureGates {
+    /// [`FeatureGates::parse`], refusing a gate that is on but not implemented.
+    pub fn parse_checked(
+        specs: &'static [GateSpec],
+        values: &[String],
+        defaults: FeatureDefaults,
+    ) -> Result<FeatureGates, ArgsError> {
+        let gates = FeatureGates::parse(specs, values, defaults)
+            .map_err(|e| ArgsError::Usage(e.to_string()))?;
+        match gates.unsupported() {
+            Some(why) => Err(ArgsError::Refused(why)),
+            None => Ok(gates),
+        }
+    }
+
     /// Parses every `--feature-gates` value in order, as component-base's `Set` does per value.
     pub fn parse(
         specs: &'static [GateSpec],

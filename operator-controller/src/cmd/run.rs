@@ -261,22 +261,13 @@ pub struct RunOptions {
     pub openshift: gating::OpenShiftMode,
 }
 
-/// Why `run` does not start from its flags: a usage error (exit 2) or a configuration refused
-/// (exit 1), with the text to print.
-#[derive(Debug, PartialEq, Eq)]
-pub enum ArgsError {
-    Usage(String),
-    Refused(String),
-}
+pub use olm_runtime::gates::ArgsError;
 
 impl RunOptions {
     /// The options the flags describe, checked as upstream checks them.
     pub fn from_args(args: Args) -> Result<RunOptions, ArgsError> {
-        let gates = FeatureGates::parse(FEATURE_GATES, &args.feature_gates, args.feature_defaults)
-            .map_err(|e| ArgsError::Usage(e.to_string()))?;
-        if let Some(why) = gates.unsupported() {
-            return Err(ArgsError::Refused(why));
-        }
+        let gates =
+            FeatureGates::parse_checked(FEATURE_GATES, &args.feature_gates, args.feature_defaults)?;
         let metrics_addr = olm_runtime::go_flags::metrics_listener(
             args.metrics_bind_address.as_deref(),
             args.tls_cert.is_some(),
@@ -390,15 +381,7 @@ pub fn run_from_args(args: Args, err: &mut dyn Write) -> Exit {
     olm_runtime::logging::init_with_level(args.log_format, args.klog.level());
     let opts = match RunOptions::from_args(args) {
         Ok(opts) => opts,
-        Err(ArgsError::Usage(message)) => {
-            let _ = writeln!(err, "Error: {message}");
-            return Exit::Usage;
-        }
-        Err(ArgsError::Refused(message)) => {
-            tracing::error!("{message}");
-            let _ = writeln!(err, "Error: {message}");
-            return Exit::Invalid;
-        }
+        Err(e) => return e.report(err),
     };
     olm_runtime::shutdown::run_until_signal(err, |shutdown| run(opts, shutdown), RunError::exit)
 }

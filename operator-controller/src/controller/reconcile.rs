@@ -94,6 +94,7 @@ mod installed_state;
 mod uninstall;
 
 use bundle_step::pull_and_render;
+pub(crate) use bundle_step::render_options;
 pub use bundle_step::{bundle_manifests, chart_objects};
 use cluster_upgradeable::cluster_upgradeable;
 use installed_state::{available, record_changes, release_deployments};

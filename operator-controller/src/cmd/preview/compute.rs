@@ -28,7 +28,7 @@ use olm_operator_core::release::history;
 use olm_operator_core::release::manifest::manifest_objects;
 use olm_operator_core::release::plan::{self as release_plan, ReleaseAction};
 use olm_operator_core::release::render::{PostRenderContext, render_release};
-use olm_operator_core::render::{self, CertProvider, RenderOptions};
+use olm_operator_core::render::{self, CertProvider};
 use olm_operator_core::resolve::explain::{Contents, Explanation, explain};
 use olm_operator_core::resolve::{CatalogInfo, InstalledBundle, Resolver};
 use olm_operator_core::status::fallback::{self, Fallback};
@@ -192,18 +192,12 @@ pub(super) async fn preview(args: &Args) -> Result<Report, Failure> {
         Ok(parsed) => parsed,
         Err(e) => return Ok(refused(report, failed(e.into()))),
     };
-    let options = RenderOptions {
-        install_namespace: extension.spec.namespace.clone(),
-        config: extension
-            .spec
-            .config
-            .as_ref()
-            .and_then(|c| c.inline.clone())
-            .map(Value::Object),
+    let options = crate::controller::reconcile::render_options(
+        &extension,
         cert_provider,
-        single_own_namespace: gates.enabled_or("SingleOwnNamespaceInstallSupport", true),
-        deployment_config: gates.enabled_or("DeploymentConfig", true),
-    };
+        gates.enabled_or("SingleOwnNamespaceInstallSupport", true),
+        gates.enabled_or("DeploymentConfig", true),
+    );
     let rendered = match render::render(&parsed, &options) {
         Ok(rendered) => rendered,
         Err(e) => return Ok(refused(report, failed(e.into()))),

@@ -25,7 +25,26 @@ pub(super) async fn pull_and_render(
     }
     let parsed = bundle::parse(&pulled.fs)?;
     let others = bundle_manifests(&parsed);
-    let options = RenderOptions {
+    let options = render_options(
+        extension,
+        ctx.settings.cert_provider,
+        ctx.settings.single_own_namespace,
+        ctx.settings.deployment_config,
+    );
+    let rendered = render::render(&parsed, &options)?;
+    Ok((rendered, others))
+}
+
+/// How `extension`'s bundle is rendered: its namespace and `spec.config`, the certificate
+/// provider and the SingleOwnNamespaceInstallSupport / DeploymentConfig gates. `preview` renders
+/// with the same function, so it shows exactly what the controller would apply.
+pub(crate) fn render_options(
+    extension: &ClusterExtension,
+    cert_provider: CertProvider,
+    single_own_namespace: bool,
+    deployment_config: bool,
+) -> RenderOptions {
+    RenderOptions {
         install_namespace: extension.spec.namespace.clone(),
         config: extension
             .spec
@@ -33,12 +52,10 @@ pub(super) async fn pull_and_render(
             .as_ref()
             .and_then(|c| c.inline.clone())
             .map(Value::Object),
-        cert_provider: ctx.settings.cert_provider,
-        single_own_namespace: ctx.settings.single_own_namespace,
-        deployment_config: ctx.settings.deployment_config,
-    };
-    let rendered = render::render(&parsed, &options)?;
-    Ok((rendered, others))
+        cert_provider,
+        single_own_namespace,
+        deployment_config,
+    }
 }
 
 /// (kind, name) of the bundle's own manifests other than the CSV and CRDs.
