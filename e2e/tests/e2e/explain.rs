@@ -12,6 +12,12 @@ use serde_json::{Value, json};
 /// Runs `explain --extension NAME -o json` with the scenario's kubeconfig and system namespace;
 /// returns the exit status and the JSON object.
 async fn explain(scenario: &Scenario, extension: &str) -> (i32, Value) {
+    explain_with(scenario, extension, &[]).await
+}
+
+/// [`explain`] with further flags (what-if overrides of the spec).
+async fn explain_with(scenario: &Scenario, extension: &str, extra: &[&str]) -> (i32, Value) {
+    let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
     let bin = Assets::products()
         .and_then(|a| a.binary("operator-controller"))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -26,6 +32,7 @@ async fn explain(scenario: &Scenario, extension: &str) -> (i32, Value) {
             .args(["--system-namespace", &namespace])
             // Other tests' catalogs are listed too; one that stalls must not hold this up.
             .args(["--catalogd-read-idle-timeout", "5s"])
+            .args(&extra)
             .output()
             .unwrap()
     })
@@ -102,6 +109,27 @@ async fn explain_shows_the_installed_version_the_chosen_bundle_and_the_upgrade_p
             (name("1.0.1"), vec!["OutsideVersionRange".to_owned()]),
             (name("1.0.0"), vec![]),
         ]
+    );
+
+    // What if the pin were lifted? An override of the spec, written nowhere: the extension
+    // stays pinned, the answer is the unpinned one.
+    let (status, v) = explain_with(&scenario, &ext.name, &["--version", ">=1.0.0"]).await;
+    assert_eq!(status, 0, "{v}");
+    assert_eq!(
+        v["chosen"],
+        json!({"name": name("1.0.1"), "version": "1.0.1", "catalog": catalog.name})
+    );
+    assert_eq!(
+        scenario
+            .get(&ext)
+            .await
+            .spec
+            .source
+            .catalog
+            .unwrap()
+            .version
+            .as_deref(),
+        Some("1.0.0")
     );
 
     // With the controller stopped, lift the pin: explain says what the controller will do.

@@ -122,13 +122,15 @@ pub struct Args {
     #[arg(long = "upgrade-constraint-policy", value_enum, value_name = "POLICY")]
     pub policy: Option<Policy>,
     /// Explain the ClusterExtension NAME on the cluster: its spec, its installed release and the
-    /// ClusterCatalogs, read as the controller reads them.
+    /// ClusterCatalogs, read as the controller reads them. `--version`, `--channel` and
+    /// `--upgrade-constraint-policy` then replace the spec's values ("what if I widened the
+    /// range?"); nothing is written.
     #[arg(
         long,
         value_name = "NAME",
         conflicts_with_all = [
-            "catalogs", "priorities", "unavailable", "package", "version", "channels",
-            "selector", "installed_bundle", "installed_version", "installed_release", "policy"
+            "catalogs", "priorities", "unavailable", "package", "selector",
+            "installed_bundle", "installed_version", "installed_release"
         ]
     )]
     pub extension: Option<String>,
@@ -318,11 +320,24 @@ async fn from_cluster(args: &Args, name: &str) -> Result<Inputs, Failure> {
         }
         Ok(Ok(Some(extension))) => extension,
     };
-    let filter = extension.spec.source.catalog.clone().ok_or_else(|| {
+    let mut filter = extension.spec.source.catalog.clone().ok_or_else(|| {
         Failure::Usage(format!(
             "ClusterExtension {name:?} has no catalog source (spec.source.catalog)"
         ))
     })?;
+    // What-if overrides of the spec (nothing is written).
+    if let Some(version) = &args.version {
+        filter.version = Some(version.clone());
+    }
+    if !args.channels.is_empty() {
+        filter.channels = args.channels.clone();
+    }
+    if let Some(policy) = args.policy {
+        filter.upgrade_constraint_policy = match policy {
+            Policy::CatalogProvided => olm_api::v1::UpgradeConstraintPolicy::CatalogProvided,
+            Policy::SelfCertified => olm_api::v1::UpgradeConstraintPolicy::SelfCertified,
+        };
+    }
     // As the reconcile reads it: the deployed release's labels. (The reconcile first marks a
     // record left pending as failed; a pending record is not deployed either way.)
     let store = ReleaseStore::new(client.clone(), &args.system_namespace);
