@@ -100,7 +100,7 @@ fn only_dry_runs(scenario: &Scenario, user: &str) -> usize {
 
 /// The CSV install strategy of `bundle` with the manager image `image` and cluster rules
 /// `rules` (the scenario's default Deployment otherwise).
-fn install_strategy(bundle: &BundleSpec, image: &str, rules: Value) -> Value {
+pub(crate) fn install_strategy(bundle: &BundleSpec, image: &str, rules: Value) -> Value {
     let app = format!("{}-op", bundle.package);
     let sa = format!("{}-sa", bundle.package);
     json!({"strategy": "deployment", "spec": {
