@@ -12,7 +12,9 @@ use olm_e2e::scenario::{
 };
 use serde_json::json;
 
-use crate::preview::install_strategy;
+use olm_e2e::test_env::unique_name;
+
+use crate::preview::{install_strategy, json_of, preview};
 
 const AWAITING: &str = "operator_controller_extensions_awaiting_approval";
 
@@ -78,6 +80,20 @@ async fn manual_approval_holds_a_newer_bundle_until_its_version_is_approved() {
     );
     let metrics = scenario.controller().metrics().await;
     assert!(metrics.contains(&format!("{AWAITING} 1")), "{metrics}");
+    let run = preview(
+        &scenario,
+        &unique_name("previewer"),
+        &["--extension", &ext.name, "-o", "json"],
+    )
+    .await;
+    assert_eq!(run.status, 0, "{}\n{}", run.stdout, run.stderr);
+    let notes = json_of(&run)["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "spec.install.approval is Manual: the controller holds {name} (1.2.0) until spec.install.approval.approvedVersion is 1.2.0"
+        )),
+        "{notes}"
+    );
 
     // Meanwhile the Automatic extension upgrades, with no Approved condition.
     scenario.set_version(&automatic, ">=1.0.0").await;
@@ -209,6 +225,21 @@ async fn automatic_unless_escalation_holds_an_upgrade_that_adds_a_cluster_role_r
         )
         .await;
     assert_eq!(pending_version(&e).as_deref(), Some("1.2.0"));
+    // `operator-controller preview` says the same.
+    let run = preview(
+        &scenario,
+        &unique_name("previewer"),
+        &["--extension", &ext.name, "-o", "json"],
+    )
+    .await;
+    assert_eq!(run.status, 0, "{}\n{}", run.stdout, run.stderr);
+    let notes = json_of(&run)["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "spec.install.approval is AutomaticUnlessEscalation: the controller holds {name} (1.2.0) because ClusterRole "
+        )),
+        "{notes}"
+    );
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(
         scenario.installed(&ext).await,

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use olm_api::condition_error::ConditionError;
+use olm_api::v1::{ApprovalMode, BundleMetadata, ClusterExtension};
 use olm_operator_core::apply_plan::Owner;
 use olm_operator_core::bundle;
 use olm_operator_core::preview::report::{BundleRef, NotChosen, Report};
@@ -25,6 +26,7 @@ use olm_operator_core::release::render::{PostRenderContext, render_release};
 use olm_operator_core::render::{self, CertProvider, RenderOptions};
 use olm_operator_core::resolve::explain::{Contents, Explanation, explain};
 use olm_operator_core::resolve::{CatalogInfo, InstalledBundle, Resolver};
+use olm_operator_core::status::approval;
 use olm_operator_core::status::fallback::{self, Fallback};
 use olm_runtime::gates::FeatureGates;
 use serde_json::Value;
@@ -327,7 +329,49 @@ pub(super) async fn preview(args: &Args) -> Result<Report, Failure> {
         report.notes.push("webhook CA bundles come from the built-in certificate provider at apply time; they are not compared".into());
     }
     compare_objects(&mut report, &found);
+    if let Some(note) = approval_note(
+        &extension,
+        installed.as_ref().map(|b| b.name.as_str()),
+        &bundle_name,
+        &bundle_version,
+        &report,
+    ) {
+        report.notes.push(note);
+    }
     Ok(report)
+}
+
+/// What `spec.install.approval` makes of this install or upgrade, as the reconcile decides it
+/// ([`approval`]): `None` when it proceeds.
+fn approval_note(
+    extension: &ClusterExtension,
+    installed: Option<&str>,
+    name: &str,
+    version: &str,
+    report: &Report,
+) -> Option<String> {
+    let config = extension.spec.approval()?;
+    let resolved = BundleMetadata {
+        name: name.to_owned(),
+        version: version.to_owned(),
+    };
+    match config.mode {
+        ApprovalMode::Manual if approval::manual_holds(config, installed, &resolved) => {
+            Some(format!(
+                "spec.install.approval is Manual: the controller holds {name} ({version}) until spec.install.approval.approvedVersion is {version}"
+            ))
+        }
+        ApprovalMode::AutomaticUnlessEscalation if installed.is_some_and(|i| i != name) => {
+            let causes = approval::escalations(report, &report.data_aware);
+            (!causes.is_empty()).then(|| {
+                format!(
+                    "spec.install.approval is AutomaticUnlessEscalation: the controller holds {name} ({version}) because {}",
+                    causes.join("; ")
+                )
+            })
+        }
+        _ => None,
+    }
 }
 
 fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
