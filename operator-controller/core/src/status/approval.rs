@@ -47,7 +47,7 @@ pub fn escalations(report: &Report, crd_warnings: &[String]) -> Vec<String> {
                 Some(ns) => format!("{} {ns}/{}", r.kind, r.name),
                 None => format!("{} {}", r.kind, r.name),
             };
-            let what: Vec<String> = r.widening.iter().map(ToString::to_string).collect();
+            let what = capped(r.widening.iter().map(ToString::to_string).collect());
             format!("{role} widens RBAC ({})", what.join(", "))
         })
         .collect();
@@ -59,8 +59,18 @@ pub fn escalations(report: &Report, crd_warnings: &[String]) -> Vec<String> {
     causes
 }
 
-/// Most objects the summary names per kind of change (the rest are counted).
+/// Most objects (or widening requests of one role) the summary names (the rest are counted).
 const MAX_LISTED: usize = 10;
+
+/// `listed`, at most [`MAX_LISTED`] of them and then how many more there are.
+fn capped(mut listed: Vec<String>) -> Vec<String> {
+    if listed.len() > MAX_LISTED {
+        let more = listed.len() - MAX_LISTED;
+        listed.truncate(MAX_LISTED);
+        listed.push(format!("{more} more"));
+    }
+    listed
+}
 
 /// The one-paragraph summary of an install or upgrade, from its preview report: RBAC widened or
 /// not, the CRD verdicts, and the objects created, updated and deleted.
@@ -71,7 +81,7 @@ pub fn summary(report: &Report) -> String {
         .iter()
         .filter(|r| r.widens())
         .map(|r| {
-            let what: Vec<String> = r.widening.iter().map(ToString::to_string).collect();
+            let what = capped(r.widening.iter().map(ToString::to_string).collect());
             format!("{} {} ({})", r.kind, r.name, what.join(", "))
         })
         .collect();
@@ -95,17 +105,14 @@ pub fn summary(report: &Report) -> String {
     }
     let count = |change: Change| report.objects.iter().filter(|o| o.change == change).count();
     let names = |change: Change| -> String {
-        let mut listed: Vec<String> = report
-            .objects
-            .iter()
-            .filter(|o| o.change == change)
-            .map(|o| format!("{} {}", o.kind, o.name))
-            .collect();
-        if listed.len() > MAX_LISTED {
-            let more = listed.len() - MAX_LISTED;
-            listed.truncate(MAX_LISTED);
-            listed.push(format!("{more} more"));
-        }
+        let listed = capped(
+            report
+                .objects
+                .iter()
+                .filter(|o| o.change == change)
+                .map(|o| format!("{} {}", o.kind, o.name))
+                .collect(),
+        );
         if listed.is_empty() {
             String::new()
         } else {
@@ -285,6 +292,19 @@ mod tests {
         assert!(
             summary(&report(true))
                 .starts_with("RBAC: widened by ClusterRole r (new verb: delete /secrets); ")
+        );
+    }
+
+    #[test]
+    fn long_lists_are_capped_and_counted() {
+        let mut r = report(false);
+        r.objects = (0..12)
+            .map(|i| object("ConfigMap", &format!("c{i}"), Change::Create))
+            .collect();
+        assert!(
+            summary(&r).contains("12 created (ConfigMap c0, ConfigMap c1, ConfigMap c2, ConfigMap c3, ConfigMap c4, ConfigMap c5, ConfigMap c6, ConfigMap c7, ConfigMap c8, ConfigMap c9, 2 more)"),
+            "{}",
+            summary(&r)
         );
     }
 
