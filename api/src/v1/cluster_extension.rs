@@ -264,13 +264,70 @@ pub enum UpgradeConstraintPolicy {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [{
-    "message": "at least one of [preflight] are required when install is specified",
-    "rule": "has(self.preflight)"
+    "message": "at least one of [preflight, approval] are required when install is specified",
+    "rule": "has(self.preflight) || has(self.approval)"
 }]))]
 pub struct ClusterExtensionInstallConfig {
     /// Checks run before an install or upgrade is applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preflight: Option<PreflightConfig>,
+
+    /// Whether a newly resolved bundle is installed at once or waits for an administrator's
+    /// approval. When omitted, every install and upgrade proceeds (`Automatic`). An addition of
+    /// this implementation: upstream has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalConfig>,
+}
+
+/// Approval of installs and upgrades.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "message": "approvedVersion is only allowed when mode is Manual",
+    "rule": "!has(self.approvedVersion) || (has(self.mode) && self.mode == 'Manual')"
+}]))]
+pub struct ApprovalConfig {
+    /// `Automatic` (the default): every resolved bundle is installed. `Manual`: a resolved
+    /// bundle other than the installed one is installed only when its version is
+    /// `approvedVersion`; until then the installed release stays applied and
+    /// `status.pendingApproval` describes the waiting bundle. `AutomaticUnlessEscalation`:
+    /// upgrades proceed unless the new release widens RBAC (new verbs, resources, wildcards,
+    /// escalate/bind/impersonate) or the CRD upgrade-safety check passes only with warnings;
+    /// then the upgrade waits as with `Manual` (approve it by switching to `Manual` with
+    /// `approvedVersion`). First installs are never held in that mode.
+    #[serde(default)]
+    pub mode: ApprovalMode,
+
+    /// With `Manual` only: the one bundle version that may be installed or upgraded to next
+    /// (a semantic version such as `1.2.0`). A later, newer bundle waits again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[schemars(extend("x-kubernetes-validations" = [{
+        "message": "approvedVersion must be well-formed semver",
+        "rule": r#"self.matches("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-((0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$")"#
+    }]))]
+    pub approved_version: Option<String>,
+}
+
+/// How installs and upgrades are approved.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ApprovalMode {
+    #[default]
+    Automatic,
+    Manual,
+    AutomaticUnlessEscalation,
+}
+
+impl ClusterExtensionSpec {
+    /// The approval mode (`Automatic` when `spec.install.approval` is absent).
+    pub fn approval_mode(&self) -> ApprovalMode {
+        self.approval().map(|a| a.mode).unwrap_or_default()
+    }
+
+    /// `spec.install.approval`.
+    pub fn approval(&self) -> Option<&ApprovalConfig> {
+        self.install.as_ref().and_then(|i| i.approval.as_ref())
+    }
 }
 
 /// Pre-apply checks.
@@ -353,6 +410,10 @@ pub struct ClusterExtensionStatus {
     ///
     /// `Available`: True/`ProbesSucceeded` when every Deployment of the installed bundle is
     /// available; False/`ProbeFailure` naming the ones that are not.
+    ///
+    /// `Approved` (only when `spec.install.approval.mode` is not `Automatic`): True/`Approved`
+    /// when nothing waits; False/`AwaitingApproval` while the resolved bundle waits for approval,
+    /// the message saying how to approve it and what it would change (`pendingApproval`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
@@ -371,6 +432,24 @@ pub struct ClusterExtensionStatus {
     #[schemars(length(max = 10))]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub available_updates: Vec<AvailableUpdate>,
+
+    /// Set while a resolved bundle waits for approval (`spec.install.approval`): the bundle and
+    /// what installing it would change. Cleared once nothing waits. An addition of this
+    /// implementation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_approval: Option<PendingApproval>,
+}
+
+/// A resolved bundle that waits for approval.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    /// The waiting bundle.
+    pub bundle: BundleMetadata,
+    /// One paragraph: whether RBAC widens, the CRD upgrade-safety verdict, the objects the
+    /// install or upgrade would create, update and delete, and (AutomaticUnlessEscalation) what
+    /// caused the hold.
+    pub summary: String,
 }
 
 /// A newer bundle that is not installed, and what holds it back.

@@ -20,6 +20,7 @@
 //! | `ChannelDeprecated` | ClusterExtension | a channel the extension follows is deprecated |
 //! | `BundleDeprecated` | ClusterExtension | the installed bundle is deprecated |
 //! | `Available` | ClusterExtension | every Deployment of the installed bundle is available (upstream sets it only in its experimental Boxcutter mode; we set it always) |
+//! | `Approved` | ClusterExtension | only when `spec.install.approval.mode` is not `Automatic` (beyond upstream): whether the resolved bundle may be installed (True/`Approved`) or waits for approval (False/`AwaitingApproval`, `status.pendingApproval` names it) |
 //! | `ClusterUpgradeable` | ClusterExtension | OpenShift mode only (beyond upstream): whether the installed bundle's `olm.maxOpenShiftVersion` lets the cluster upgrade to its next minor version, and if not, which bundle versions would |
 //!
 //! Condition reasons (per kind in [`ConditionReason::CLUSTER_CATALOG`] and
@@ -44,6 +45,8 @@
 //! | `MaxOpenShiftVersionCompatible` | `ClusterUpgradeable` True | the installed bundle declares no `olm.maxOpenShiftVersion`, or one above the cluster's version |
 //! | `MaxOpenShiftVersionIncompatible` | `ClusterUpgradeable` False | the installed bundle's `olm.maxOpenShiftVersion` blocks the next minor cluster upgrade; the message lists the bundle versions that would lift the block |
 //! | `MaxOpenShiftVersionInvalid` | `ClusterUpgradeable` False | the installed bundle's `olm.properties` or `olm.maxOpenShiftVersion` cannot be read (upstream then blocks the upgrade too); the message is upstream's error |
+//! | `Approved` | `Approved` True | nothing waits for approval: the resolved bundle is installed, or is the approved version, or (AutomaticUnlessEscalation) widens nothing |
+//! | `AwaitingApproval` | `Approved` False | the resolved bundle is not installed until approved; the message says how and what it would change |
 //! | `ClusterVersionUnknown` | `ClusterUpgradeable` Unknown | the cluster's OpenShift version is not known (no `OPERATOR_IMAGE_VERSION` and no completed update in ClusterVersion `version`, or not read yet), so nothing is judged |
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -117,6 +120,7 @@ pub enum ConditionType {
     BundleDeprecated,
     Available,
     ClusterUpgradeable,
+    Approved,
 }
 
 impl ConditionType {
@@ -131,11 +135,12 @@ impl ConditionType {
             ConditionType::BundleDeprecated => "BundleDeprecated",
             ConditionType::Available => "Available",
             ConditionType::ClusterUpgradeable => "ClusterUpgradeable",
+            ConditionType::Approved => "Approved",
         }
     }
 
     /// Every condition type.
-    pub const ALL: [ConditionType; 9] = [
+    pub const ALL: [ConditionType; 10] = [
         ConditionType::Serving,
         ConditionType::Progressing,
         ConditionType::Installed,
@@ -145,14 +150,16 @@ impl ConditionType {
         ConditionType::BundleDeprecated,
         ConditionType::Available,
         ConditionType::ClusterUpgradeable,
+        ConditionType::Approved,
     ];
 
     /// The condition types a ClusterCatalog carries.
     pub const CLUSTER_CATALOG: [ConditionType; 2] =
         [ConditionType::Serving, ConditionType::Progressing];
     /// The condition types a ClusterExtension carries (upstream's `conditionsets`, plus
-    /// `Available`, and `ClusterUpgradeable` in OpenShift mode only).
-    pub const CLUSTER_EXTENSION: [ConditionType; 8] = [
+    /// `Available`, `ClusterUpgradeable` in OpenShift mode only, and `Approved` when approval is
+    /// not automatic).
+    pub const CLUSTER_EXTENSION: [ConditionType; 9] = [
         ConditionType::Installed,
         ConditionType::Deprecated,
         ConditionType::PackageDeprecated,
@@ -161,6 +168,7 @@ impl ConditionType {
         ConditionType::Progressing,
         ConditionType::Available,
         ConditionType::ClusterUpgradeable,
+        ConditionType::Approved,
     ];
 }
 
@@ -190,6 +198,9 @@ pub enum ConditionReason {
     MaxOpenShiftVersionIncompatible,
     MaxOpenShiftVersionInvalid,
     ClusterVersionUnknown,
+    // ClusterExtension Approved (beyond upstream)
+    Approved,
+    AwaitingApproval,
 }
 
 impl ConditionReason {
@@ -213,11 +224,13 @@ impl ConditionReason {
             ConditionReason::MaxOpenShiftVersionIncompatible => "MaxOpenShiftVersionIncompatible",
             ConditionReason::MaxOpenShiftVersionInvalid => "MaxOpenShiftVersionInvalid",
             ConditionReason::ClusterVersionUnknown => "ClusterVersionUnknown",
+            ConditionReason::Approved => "Approved",
+            ConditionReason::AwaitingApproval => "AwaitingApproval",
         }
     }
 
     /// Every condition reason.
-    pub const ALL: [ConditionReason; 18] = [
+    pub const ALL: [ConditionReason; 20] = [
         ConditionReason::Succeeded,
         ConditionReason::Retrying,
         ConditionReason::Blocked,
@@ -236,6 +249,8 @@ impl ConditionReason {
         ConditionReason::MaxOpenShiftVersionIncompatible,
         ConditionReason::MaxOpenShiftVersionInvalid,
         ConditionReason::ClusterVersionUnknown,
+        ConditionReason::Approved,
+        ConditionReason::AwaitingApproval,
     ];
 
     /// The reasons a ClusterCatalog's conditions carry (upstream catalogd's).
@@ -250,8 +265,9 @@ impl ConditionReason {
 
     /// The reasons a ClusterExtension's conditions carry (upstream's `conditionsets`, without the
     /// Boxcutter-only `RollingOut` and `ProgressDeadlineExceeded`), plus the experimental
-    /// `Available` condition's two reasons and the OpenShift-mode `ClusterUpgradeable` reasons.
-    pub const CLUSTER_EXTENSION: [ConditionReason; 15] = [
+    /// `Available` condition's two reasons, the OpenShift-mode `ClusterUpgradeable` reasons and
+    /// the `Approved` reasons.
+    pub const CLUSTER_EXTENSION: [ConditionReason; 17] = [
         ConditionReason::Succeeded,
         ConditionReason::Deprecated,
         ConditionReason::NotDeprecated,
@@ -267,6 +283,8 @@ impl ConditionReason {
         ConditionReason::MaxOpenShiftVersionIncompatible,
         ConditionReason::MaxOpenShiftVersionInvalid,
         ConditionReason::ClusterVersionUnknown,
+        ConditionReason::Approved,
+        ConditionReason::AwaitingApproval,
     ];
 }
 
@@ -432,6 +450,7 @@ mod tests {
             ConditionType::BundleDeprecated => 6,
             ConditionType::Available => 7,
             ConditionType::ClusterUpgradeable => 8,
+            ConditionType::Approved => 9,
         }
     }
 
@@ -455,6 +474,8 @@ mod tests {
             ConditionReason::MaxOpenShiftVersionIncompatible => 15,
             ConditionReason::MaxOpenShiftVersionInvalid => 16,
             ConditionReason::ClusterVersionUnknown => 17,
+            ConditionReason::Approved => 18,
+            ConditionReason::AwaitingApproval => 19,
         }
     }
 

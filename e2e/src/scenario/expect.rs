@@ -256,6 +256,11 @@ pub const RETRYING: Expect = progressing("True", "Retrying");
 pub const INVALID_CONFIGURATION: Expect = progressing("False", "InvalidConfiguration");
 /// `Available` True, `ProbesSucceeded`: the installed Deployments are available.
 pub const AVAILABLE: Expect = available("True", "ProbesSucceeded");
+/// `Approved` False, `AwaitingApproval`: the resolved bundle waits for approval.
+pub const AWAITING_APPROVAL: Expect =
+    Expect::condition(ConditionType::Approved, "False", "AwaitingApproval");
+/// `Approved` True, `Approved`: nothing waits for approval.
+pub const APPROVED: Expect = Expect::condition(ConditionType::Approved, "True", "Approved");
 
 #[cfg(test)]
 mod tests {

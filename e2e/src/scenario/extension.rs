@@ -45,6 +45,15 @@ impl Scenario {
     }
 
     /// Sets `spec.config` to `config` inline.
+    /// Approves `version`: `spec.install.approval` becomes `Manual` with `approvedVersion`.
+    pub async fn approve(&self, extension: &Extension, version: &str) {
+        self.patch_spec(
+            extension,
+            json!({"install": {"approval": {"mode": "Manual", "approvedVersion": version}}}),
+        )
+        .await;
+    }
+
     pub async fn set_config(&self, extension: &Extension, config: Value) {
         self.patch_spec(extension, json!({ "config": inline_config(config) }))
             .await;
@@ -191,6 +200,8 @@ pub struct ExtensionSpec {
     pub service_account: Option<String>,
     /// `spec.config.inline`.
     pub inline_config: Option<Value>,
+    /// `spec.install.approval`.
+    pub approval: Option<Value>,
 }
 
 impl ExtensionSpec {
@@ -211,6 +222,7 @@ impl ExtensionSpec {
             upgrade_constraint_policy: None,
             service_account: None,
             inline_config: None,
+            approval: None,
         }
     }
 
@@ -254,6 +266,12 @@ impl ExtensionSpec {
         self
     }
 
+    /// `spec.install.approval.mode` (`Automatic`, `Manual`, `AutomaticUnlessEscalation`).
+    pub fn approval(mut self, mode: &str) -> ExtensionSpec {
+        self.approval = Some(json!({ "mode": mode }));
+        self
+    }
+
     /// Creates the ClusterExtension, labelled for the controller `instance`.
     pub async fn create(&self, extensions: &Api<ClusterExtension>, instance: &str) -> Extension {
         let extension = Extension {
@@ -291,6 +309,9 @@ impl ExtensionSpec {
         }
         if let Some(config) = &self.inline_config {
             spec["config"] = inline_config(config.clone());
+        }
+        if let Some(approval) = &self.approval {
+            spec["install"] = json!({ "approval": approval });
         }
         json!({
             "apiVersion": "olm.operatorframework.io/v1",

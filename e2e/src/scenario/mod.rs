@@ -56,8 +56,8 @@ use serde_json::json;
 
 pub use self::catalog::{Package, Published, Replaces, Row, RowImage};
 pub use self::expect::{
-    AVAILABLE, DESIRED_STATE, Expect, INSTALLED, INVALID_CONFIGURATION, Message, RETRYING,
-    available, installed, progressing,
+    APPROVED, AVAILABLE, AWAITING_APPROVAL, DESIRED_STATE, Expect, INSTALLED,
+    INVALID_CONFIGURATION, Message, RETRYING, available, installed, progressing,
 };
 pub use self::extension::{Extension, ExtensionSpec, delete_extension, inline_config, wait_for};
 pub use self::policy::{AdmissionPolicy, REFUSED_BY_POLICY};

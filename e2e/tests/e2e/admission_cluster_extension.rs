@@ -381,7 +381,7 @@ async fn service_account_name_must_be_a_dns1123_subdomain_of_at_most_253_charact
 #[tokio::test]
 async fn install_requires_preflight_when_present() {
     let api = cluster_extensions(&olm_e2e::shared().await.client().await);
-    let one_of = "at least one of [preflight] are required when install is specified";
+    let one_of = "at least one of [preflight, approval] are required when install is specified";
     type Case<'a> = (&'a str, Option<Value>, Option<&'a [&'a str]>);
     let cases: [Case; 5] = [
         (
@@ -419,6 +419,62 @@ async fn install_requires_preflight_when_present() {
         run_case(&api, &mut report, case, spec, wanted).await;
     }
     report.assert_all_passed("install");
+}
+
+/// Ours (issue 26): `spec.install.approval`: the mode enum, `approvedVersion` only with
+/// `Manual` and only as a semantic version.
+#[tokio::test]
+async fn approval_mode_is_an_enum_and_approved_version_a_semver_only_with_manual() {
+    let api = cluster_extensions(&olm_e2e::shared().await.client().await);
+    let only_manual = "approvedVersion is only allowed when mode is Manual";
+    let semver = "approvedVersion must be well-formed semver";
+    type Case<'a> = (&'a str, Value, Option<&'a [&'a str]>);
+    let cases: [Case; 9] = [
+        ("approval alone satisfies install", json!({}), None),
+        ("Manual", json!({"mode": "Manual"}), None),
+        (
+            "Manual with a version",
+            json!({"mode": "Manual", "approvedVersion": "1.2.0"}),
+            None,
+        ),
+        (
+            "Manual with a pre-release and build",
+            json!({"mode": "Manual", "approvedVersion": "1.2.0-rc.1+build.5"}),
+            None,
+        ),
+        (
+            "AutomaticUnlessEscalation",
+            json!({"mode": "AutomaticUnlessEscalation"}),
+            None,
+        ),
+        (
+            "unknown mode",
+            json!({"mode": "Sometimes"}),
+            Some(&[r#"spec.install.approval.mode: Unsupported value: "Sometimes""#]),
+        ),
+        (
+            "approvedVersion with the default mode",
+            json!({"approvedVersion": "1.2.0"}),
+            Some(&[only_manual]),
+        ),
+        (
+            "approvedVersion with AutomaticUnlessEscalation",
+            json!({"mode": "AutomaticUnlessEscalation", "approvedVersion": "1.2.0"}),
+            Some(&[only_manual]),
+        ),
+        (
+            "approvedVersion not a semantic version",
+            json!({"mode": "Manual", "approvedVersion": "1.2"}),
+            Some(&[semver]),
+        ),
+    ];
+    let mut report = Report::default();
+    for (case, approval, wanted) in cases {
+        let mut spec = spec_with_catalog(json!({ "packageName": "package" }));
+        spec["install"] = json!({ "approval": approval });
+        run_case(&api, &mut report, case, spec, wanted).await;
+    }
+    report.assert_all_passed("approval");
 }
 
 #[tokio::test]

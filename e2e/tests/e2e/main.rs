@@ -15,6 +15,7 @@ mod catalogd_in_process;
 mod control_plane;
 mod dev_env;
 mod explain;
+mod extension_approval;
 mod extension_dropin;
 mod extension_gating;
 mod extension_install;

@@ -14,15 +14,15 @@ use olm_e2e::test_env::unique_name;
 use serde_json::{Value, json};
 
 /// The result of one preview run.
-struct Run {
-    status: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) status: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs `operator-controller preview ARGS` as `user` (a cluster admin of its own name, so the
 /// audit log tells its requests apart).
-async fn preview(scenario: &Scenario, user: &str, args: &[&str]) -> Run {
+pub(crate) async fn preview(scenario: &Scenario, user: &str, args: &[&str]) -> Run {
     let bin = Assets::products()
         .and_then(|a| a.binary("operator-controller"))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -52,7 +52,7 @@ async fn preview(scenario: &Scenario, user: &str, args: &[&str]) -> Run {
     }
 }
 
-fn json_of(run: &Run) -> Value {
+pub(crate) fn json_of(run: &Run) -> Value {
     serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("{e}\nstdout: {}\nstderr: {}", run.stdout, run.stderr))
 }
@@ -100,7 +100,7 @@ fn only_dry_runs(scenario: &Scenario, user: &str) -> usize {
 
 /// The CSV install strategy of `bundle` with the manager image `image` and cluster rules
 /// `rules` (the scenario's default Deployment otherwise).
-fn install_strategy(bundle: &BundleSpec, image: &str, rules: Value) -> Value {
+pub(crate) fn install_strategy(bundle: &BundleSpec, image: &str, rules: Value) -> Value {
     let app = format!("{}-op", bundle.package);
     let sa = format!("{}-sa", bundle.package);
     json!({"strategy": "deployment", "spec": {

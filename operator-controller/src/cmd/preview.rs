@@ -20,6 +20,11 @@
 //! store nothing). Not done: the built-in webhook certificate provider's Secrets and CA bundles
 //! (its CA bundles are not compared), and the writes themselves.
 //!
+//! `spec.install.approval` (issue 26): when the controller would hold the bundle for approval
+//! (`Manual` without that `approvedVersion`, or `AutomaticUnlessEscalation` with a widening or a
+//! CRD warning), a note says so and why; the exit status and `wouldApply` still describe the
+//! change itself, as it would be applied once approved.
+//!
 //! | status | meaning |
 //! |--------|---------|
 //! | 0      | the controller would apply the change (or keep the installed release applied) |

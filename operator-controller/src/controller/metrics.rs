@@ -13,6 +13,7 @@
 //! | `operator_controller_applied_objects_total` | counter | `change` (`changed`, `unchanged`) | objects written by applies |
 //! | `operator_controller_pruned_objects_total` | counter | – | objects deleted because an upgrade dropped them |
 //! | `operator_controller_managed_objects` | gauge | – | objects of every extension's last apply |
+//! | `operator_controller_extensions_awaiting_approval` | gauge | – | extensions whose resolved bundle waits for approval (`status.pendingApproval` set) |
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -80,6 +81,9 @@ struct Inner {
     updates_available: Family<UpdatesLabels, Gauge>,
     /// The packages each extension's updates gauge was set for.
     update_packages: Mutex<HashMap<String, std::collections::BTreeSet<String>>>,
+    /// Extensions whose status has `pendingApproval`.
+    awaiting_approval: Gauge,
+    awaiting: Mutex<std::collections::BTreeSet<String>>,
     /// Per extension: its state and how many objects its last apply wrote.
     known: Mutex<HashMap<String, (Option<ExtensionState>, usize)>>,
 }
@@ -149,8 +153,16 @@ impl Metrics {
             "Newer bundles held back from a ClusterExtension by its spec or the upgrade graph (status.availableUpdates)",
             updates_available.clone(),
         );
+        let awaiting_approval = Gauge::default();
+        registry.register(
+            "operator_controller_extensions_awaiting_approval",
+            "ClusterExtensions whose resolved bundle waits for approval (status.pendingApproval)",
+            awaiting_approval.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
+                awaiting_approval,
+                awaiting: Mutex::new(std::collections::BTreeSet::new()),
                 updates_available,
                 update_packages: Mutex::new(HashMap::new()),
                 registry: Arc::new(registry),
@@ -237,8 +249,26 @@ impl Metrics {
     }
 
     /// Forgets a deleted extension.
+    /// Records whether `extension` waits for approval.
+    pub fn set_awaiting_approval(&self, extension: &str, awaiting: bool) {
+        let mut set = self
+            .inner
+            .awaiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if awaiting {
+            set.insert(extension.to_owned());
+        } else {
+            set.remove(extension);
+        }
+        self.inner
+            .awaiting_approval
+            .set(i64::try_from(set.len()).unwrap_or(i64::MAX));
+    }
+
     pub fn forget(&self, extension: &str) {
         self.forget_updates(extension);
+        self.set_awaiting_approval(extension, false);
         let mut known = self.lock();
         known.remove(extension);
         self.publish(&known);
@@ -350,6 +380,24 @@ mod tests {
         assert!(
             text.contains("operator_controller_managed_objects 4"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn the_awaiting_approval_gauge_counts_each_extension_once() {
+        let m = Metrics::new();
+        m.set_awaiting_approval("a", true);
+        m.set_awaiting_approval("a", true);
+        m.set_awaiting_approval("b", true);
+        assert!(
+            m.encode()
+                .contains("operator_controller_extensions_awaiting_approval 2")
+        );
+        m.set_awaiting_approval("b", false);
+        m.forget("a");
+        assert!(
+            m.encode()
+                .contains("operator_controller_extensions_awaiting_approval 0")
         );
     }
 }

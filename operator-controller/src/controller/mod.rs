@@ -10,6 +10,7 @@
 //! | [`reconcile`] | the pipeline of one reconcile (finalizers → validate → installed state → catalogs → resolve → pull → render → preflight → apply → record → availability → status) and the error policy |
 //! | [`catalogs`] | ClusterCatalogs as the resolver sees them, their package content, and the watch that re-queues only the extensions a catalog change concerns |
 //! | [`last_apply`] | the last apply per extension, reused while the drift watches show its objects unchanged |
+//! | [`pending`] | what an install or upgrade would change, as the preview reports it (shared with `operator-controller preview`; the summary of a bundle awaiting approval) |
 //! | [`preflight`] | the CRD upgrade-safety check before an install or upgrade |
 //! | [`error`] | one error per step, each with its condition reason and whether it is terminal |
 //! | [`metrics`] | the Prometheus metrics |
@@ -34,6 +35,7 @@ pub mod error;
 pub mod events;
 pub mod last_apply;
 pub mod metrics;
+pub mod pending;
 pub mod preflight;
 pub mod reconcile;
 

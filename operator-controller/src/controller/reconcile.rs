@@ -16,6 +16,7 @@
 //! | pull, parse, render | bundle image (cached by digest per extension), registry+v1 parse, upstream's renderer | wrapped `error for resolved bundle …`; configuration errors terminal |
 //! | release state | Helm's chart and manifest, compared with the last record; a new bundle identity with an identical manifest is an upgrade too | – |
 //! | webhook certificates | built-in provider only: its Secrets beside the release, the CA bundle into the objects to apply (not the manifest), the next rotation as a requeue ([`crate::webhook_certs`]) | `Retrying` (a foreign Secret: upstream's collision message) |
+//! | approval | `spec.install.approval` ([`approval`]): `Manual` holds a bundle other than the installed one unless it is `approvedVersion` (before the preflight); `AutomaticUnlessEscalation` holds an upgrade whose dry run widens RBAC or whose preflight passes only with warnings (after it, with the apply's checks). A held bundle: the deployed release stays applied (as when nothing resolves), `status.pendingApproval` and `Approved` False/`AwaitingApproval` with the preview engine's summary ([`super::pending`]) | – |
 //! | preflight | CRD upgrade safety, only when installing or upgrading | `Retrying` with the composed message; the old release stays installed |
 //! | apply | record `pending-*` → apply → record `deployed` (previous `superseded`); unchanged: apply again (drift repair) | record `failed`; `Retrying` |
 //! | availability | `Available` from the Deployments applied | – |
@@ -37,8 +38,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use olm_api::condition_error::ConditionError;
 use olm_api::v1::{
-    BundleMetadata, CatalogFilter, ClusterCatalog, ClusterExtension, ConditionReason,
-    ConditionStatus, ConditionType, find_condition,
+    ApprovalMode, BundleMetadata, CatalogFilter, ClusterCatalog, ClusterExtension, ConditionReason,
+    ConditionStatus, ConditionType, PendingApproval, find_condition,
 };
 use olm_api::version::release::VersionRelease;
 use olm_image::Puller;
@@ -49,6 +50,7 @@ use olm_operator_core::gating::{
     check_extension, extension_condition, lifting_versions_fetched, outside_lifting,
     put_extension_condition,
 };
+use olm_operator_core::preview::report::Report;
 use olm_operator_core::release::history;
 use olm_operator_core::release::manifest::manifest_objects;
 use olm_operator_core::release::plan::{self as release_plan, RecordChange, ReleaseAction};
@@ -61,6 +63,7 @@ use olm_operator_core::resolve::updates::{AvailableUpdate, available_updates};
 use olm_operator_core::resolve::{
     CatalogSelector, ConditionValue, InstalledBundle, Resolution, Resolver, deprecation_conditions,
 };
+use olm_operator_core::status::approval;
 use olm_operator_core::status::fallback::{self, CatalogsMatching, Fallback};
 use olm_operator_core::status::{
     Available, Installed, Outcome, Progress, RETRYING_INSTALLED_STATE, next_status,
@@ -78,6 +81,7 @@ use super::error::{
 };
 use super::last_apply::{self, LastApplies};
 use super::metrics::{ExtensionState, Metrics};
+use super::pending::{compare_objects, crd_checks};
 use super::preflight::{PreflightRequest, crd_upgrade_safety};
 use crate::apply::{Applier, ApplyRequest, DriftWatches, UninstallRequest};
 use crate::bundle_source::{ReadLimits, pull_bundle};
@@ -372,6 +376,9 @@ struct Findings {
     /// `status.availableUpdates` from this reconcile's catalog content; `None` when it could
     /// not be computed (the previous value stays).
     available_updates: Option<Vec<olm_api::v1::AvailableUpdate>>,
+    /// Upgrade approval ([`approval`]): `None` when this reconcile did not get to decide (the
+    /// status keeps what it had).
+    approval: Option<approval::Finding>,
 }
 
 /// Which Deployments `Available` is about.
@@ -394,6 +401,7 @@ impl Findings {
             notes: Vec::new(),
             cert_recheck: None,
             available_updates: None,
+            approval: None,
         }
     }
 }
@@ -450,6 +458,13 @@ async fn reconcile_extension(
     if let Some(updates) = available_updates {
         status.available_updates = updates;
     }
+    approval::put_approval(
+        &mut status,
+        current.spec.approval_mode(),
+        findings.approval.as_ref(),
+        current.metadata.generation,
+        now(),
+    );
     if let Some(versions) = &ctx.cluster_versions {
         cluster_upgradeable(&current, ctx, versions, &mut status).await;
     }
@@ -460,6 +475,8 @@ async fn reconcile_extension(
     updates_changed(&current, &status, ctx).await;
     ctx.metrics
         .set_state(&current.name_any(), Some(extension_state(&status)));
+    ctx.metrics
+        .set_awaiting_approval(&current.name_any(), status.pending_approval.is_some());
     result?;
     // `Available` changes arrive through the Deployment watch ([`super::availability`]); only
     // certificate steps are timed.
@@ -599,6 +616,9 @@ async fn pipeline(
     let resolution = match resolved {
         Ok(resolution) => resolution,
         Err(error) => {
+            findings.approval = Some(approval::Finding::Clear(
+                "no bundle resolves; nothing awaits approval".to_owned(),
+            ));
             findings.deprecation = Some(deprecation_conditions(
                 None,
                 false,
@@ -652,6 +672,10 @@ async fn pipeline(
         && ctx.rendered_as(&name) == Some((inputs, deployed.version))
     {
         tracing::debug!(extension = %name, version = deployed.version, "rendering inputs unchanged; applying the deployed release's record");
+        findings.approval = Some(approval::Finding::Clear(installed_message(
+            &bundle_name,
+            &bundle_version,
+        )));
         findings
             .notes
             .extend(ctx.preflight_notes(&name, deployed.version));
@@ -708,6 +732,52 @@ async fn pipeline(
         name: name.clone(),
         uid: uid(extension),
     };
+    let resolved_bundle = BundleMetadata {
+        name: bundle_name.clone(),
+        version: bundle_version.clone(),
+    };
+    let approval_mode = extension.spec.approval_mode();
+    let installed_name = installed.as_ref().map(|b| b.name.as_str());
+    if matches!(action, ReleaseAction::Unchanged { .. }) || approval_mode == ApprovalMode::Automatic
+    {
+        findings.approval = Some(approval::Finding::Clear(installed_message(
+            &bundle_name,
+            &bundle_version,
+        )));
+    } else if extension
+        .spec
+        .approval()
+        .is_some_and(|a| approval::manual_holds(a, installed_name, &resolved_bundle))
+    {
+        // Manual: not the installed bundle and not the approved version.
+        let request = ApplyRequest {
+            owner: &owner,
+            install_namespace: &extension.spec.namespace,
+            identity: &identity,
+            desired: &desired,
+            previous: &previous,
+        };
+        let summary = pending_summary(ctx, extension, &rendered.0.objects, &request).await;
+        return hold(
+            extension,
+            ctx,
+            deployed.as_ref(),
+            resolved_bundle,
+            summary,
+            findings,
+        )
+        .await;
+    } else if approval_mode == ApprovalMode::Manual {
+        findings.approval = Some(approval::Finding::Clear(
+            if installed_name == Some(&bundle_name) {
+                installed_message(&bundle_name, &bundle_version)
+            } else {
+                format!(
+                    "bundle {bundle_name} ({bundle_version}) is approved by spec.install.approval.approvedVersion"
+                )
+            },
+        ));
+    }
     let outcome = if let ReleaseAction::Unchanged { deployed } = action {
         findings.notes.extend(ctx.preflight_notes(&name, deployed));
         let rendered_version = deployed;
@@ -748,17 +818,65 @@ async fn pipeline(
         )
         .await
         .map_err(|e| wrap(e.into()))?;
+        let check = ApplyRequest {
+            owner: &owner,
+            install_namespace: &extension.spec.namespace,
+            identity: &identity,
+            desired: &desired,
+            previous: &previous,
+        };
+        if approval_mode == ApprovalMode::AutomaticUnlessEscalation
+            && installed.as_ref().is_some_and(|b| b.name != bundle_name)
+        {
+            // The preview's checks are the apply's checks (`Applier::check`), plus what they read.
+            let found = ctx
+                .applier
+                .preview(&check)
+                .await
+                .map_err(|e| wrap(e.into()))?;
+            let mut report = Report::default();
+            compare_objects(&mut report, &found);
+            let causes = approval::escalations(&report, &preflight_notes);
+            if !causes.is_empty() {
+                report.data_aware = preflight_notes.clone();
+                report.crds = crd_checks(
+                    &ctx.client,
+                    &rendered.0.objects,
+                    enforcement,
+                    ctx.settings.call_timeout,
+                )
+                .await
+                .unwrap_or_default();
+                let summary = format!(
+                    "held because {}; {}",
+                    causes.join("; "),
+                    approval::summary(&report)
+                );
+                return hold(
+                    extension,
+                    ctx,
+                    deployed.as_ref(),
+                    resolved_bundle,
+                    summary,
+                    findings,
+                )
+                .await;
+            }
+            findings.approval = Some(approval::Finding::Clear(format!(
+                "bundle {bundle_name} ({bundle_version}) widens no permissions and passes the CRD upgrade-safety check without warnings"
+            )));
+        } else {
+            if approval_mode == ApprovalMode::AutomaticUnlessEscalation {
+                findings.approval = Some(approval::Finding::Clear(format!(
+                    "bundle {bundle_name} ({bundle_version}): first installs and re-applies of the installed bundle need no approval"
+                )));
+            }
+            ctx.applier
+                .check(&check)
+                .await
+                .map_err(|e| wrap(e.into()))?;
+        }
         findings.notes.extend(preflight_notes.iter().cloned());
-        ctx.applier
-            .check(&ApplyRequest {
-                owner: &owner,
-                install_namespace: &extension.spec.namespace,
-                identity: &identity,
-                desired: &desired,
-                previous: &previous,
-            })
-            .await
-            .map_err(|e| wrap(e.into()))?;
         builtin_certificates(extension, ctx, &mut desired, findings)
             .await
             .map_err(|e| wrap(e.into()))?;
@@ -859,6 +977,76 @@ async fn pipeline(
     ));
     after_apply(ctx, &name, &outcome, findings).await;
     Ok(())
+}
+
+/// `Approved` True's message when the resolved bundle is the installed one.
+fn installed_message(name: &str, version: &str) -> String {
+    format!("bundle {name} ({version}) is installed; nothing awaits approval")
+}
+
+/// The summary of a bundle waiting for `Manual` approval, from the preview engine: the apply's
+/// dry run against the deployed release and the CRD verdicts. What cannot be
+/// previewed is said in the summary (the bundle waits all the same).
+async fn pending_summary(
+    ctx: &Context,
+    extension: &ClusterExtension,
+    rendered: &[Value],
+    request: &ApplyRequest<'_>,
+) -> String {
+    let enforcement = extension
+        .spec
+        .install
+        .as_ref()
+        .and_then(|i| i.preflight.as_ref())
+        .map(|p| p.crd_upgrade_safety.enforcement);
+    let mut report = Report::default();
+    let mut unknown = Vec::new();
+    match ctx.applier.preview(request).await {
+        Ok(found) => compare_objects(&mut report, &found),
+        Err(e) => unknown.push(format!("objects could not be previewed: {e}")),
+    }
+    match crd_checks(
+        &ctx.client,
+        rendered,
+        enforcement,
+        ctx.settings.call_timeout,
+    )
+    .await
+    {
+        Ok(crds) => report.crds = crds,
+        Err(e) => unknown.push(format!("CRDs could not be checked: {e}")),
+    }
+    let mut summary = approval::summary(&report);
+    for note in unknown {
+        summary.push_str("; ");
+        summary.push_str(&note);
+    }
+    summary
+}
+
+/// A resolved bundle waits for approval: nothing new is installed, the deployed release (if
+/// any) stays applied and repaired.
+async fn hold(
+    extension: &ClusterExtension,
+    ctx: &Context,
+    deployed: Option<&Release>,
+    bundle: BundleMetadata,
+    summary: String,
+    findings: &mut Findings,
+) -> Result<(), ReconcileError> {
+    tracing::info!(extension = %extension.name_any(), bundle = %bundle.name, version = %bundle.version, "resolved bundle awaits approval");
+    findings.notes.push(format!(
+        "bundle {} ({}) awaits approval (see the Approved condition)",
+        bundle.name, bundle.version
+    ));
+    findings.approval = Some(approval::Finding::Awaiting(PendingApproval {
+        bundle,
+        summary,
+    }));
+    match deployed {
+        Some(deployed) => maintain(extension, ctx, deployed, findings).await,
+        None => Ok(()),
+    }
 }
 
 /// Drift watches, metrics, kept CRDs and availability after a successful apply.

@@ -30,6 +30,7 @@
 //! fallback texts (`failed to resolve bundle: …`) only when they are missing, and both are always
 //! set before it runs, so those texts never show; they are not reproduced.
 
+pub mod approval;
 pub mod fallback;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -12,18 +12,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::Api;
 use olm_api::condition_error::ConditionError;
-use olm_api::v1::CrdUpgradeSafetyEnforcement;
-use olm_operator_core::apply_plan::{KeepReason, ObjectRef, Owner};
+use olm_api::v1::{ApprovalMode, BundleMetadata, ClusterExtension};
+use olm_operator_core::apply_plan::Owner;
 use olm_operator_core::bundle;
-use olm_operator_core::crd_upgrade::{CheckOptions, Crd, Enforcement, check_upgrade};
-use olm_operator_core::preview::report::{
-    BundleRef, Change, CrdCheck, KeptFields, NotChosen, ObjectChange, Report,
-};
-use olm_operator_core::preview::{Comparison, compare, rbac, webhooks};
+use olm_operator_core::preview::report::{BundleRef, NotChosen, Report};
+use olm_operator_core::preview::webhooks;
 use olm_operator_core::release::history;
 use olm_operator_core::release::manifest::manifest_objects;
 use olm_operator_core::release::plan::{self as release_plan, ReleaseAction};
@@ -31,17 +26,19 @@ use olm_operator_core::release::render::{PostRenderContext, render_release};
 use olm_operator_core::render::{self, CertProvider};
 use olm_operator_core::resolve::explain::{Contents, Explanation, explain};
 use olm_operator_core::resolve::{CatalogInfo, InstalledBundle, Resolver};
+use olm_operator_core::status::approval;
 use olm_operator_core::status::fallback::{self, Fallback};
 use olm_runtime::gates::FeatureGates;
 use serde_json::Value;
 
 use super::inputs::{cache, catalogd_client, cert_provider, extension, from_file, puller};
 use super::{Args, Failure};
-use crate::apply::{Applier, ApplyPreview, ApplyRequest};
+use crate::apply::{Applier, ApplyRequest};
 use crate::bundle_source::{ReadLimits, pull_bundle};
 use crate::cmd::run::FEATURE_GATES;
 use crate::controller::catalogs::{self, catalog_info};
 use crate::controller::error::{BundleFailure, BundleStepError, ReconcileError, ValidationError};
+use crate::controller::pending::{compare_objects, crd_checks};
 use crate::controller::preflight::{PreflightError, PreflightRequest, crd_upgrade_safety};
 use crate::controller::reconcile::{
     bundle_manifests, catalogs_matching, chart_objects, identity, release_refs,
@@ -271,7 +268,9 @@ pub(super) async fn preview(args: &Args) -> Result<Report, Failure> {
             .as_ref()
             .and_then(|i| i.preflight.as_ref())
             .map(|p| p.crd_upgrade_safety.enforcement);
-        report.crds = crd_checks(&client, &rendered.objects, enforcement).await?;
+        report.crds = crd_checks(&client, &rendered.objects, enforcement, CALL_TIMEOUT)
+            .await
+            .map_err(Failure::Runtime)?;
         let preflight = crd_upgrade_safety(
             &client,
             &PreflightRequest {
@@ -324,68 +323,55 @@ pub(super) async fn preview(args: &Args) -> Result<Report, Failure> {
         report.notes.push("webhook CA bundles come from the built-in certificate provider at apply time; they are not compared".into());
     }
     compare_objects(&mut report, &found);
+    if let Some(note) = approval_note(
+        &extension,
+        installed.as_ref().map(|b| b.name.as_str()),
+        &bundle_name,
+        &bundle_version,
+        &report,
+    ) {
+        report.notes.push(note);
+    }
     Ok(report)
+}
+
+/// What `spec.install.approval` makes of this install or upgrade, as the reconcile decides it
+/// ([`approval`]): `None` when it proceeds.
+fn approval_note(
+    extension: &ClusterExtension,
+    installed: Option<&str>,
+    name: &str,
+    version: &str,
+    report: &Report,
+) -> Option<String> {
+    let config = extension.spec.approval()?;
+    let resolved = BundleMetadata {
+        name: name.to_owned(),
+        version: version.to_owned(),
+    };
+    match config.mode {
+        ApprovalMode::Manual if approval::manual_holds(config, installed, &resolved) => {
+            Some(format!(
+                "spec.install.approval is Manual: the controller holds {name} ({version}) until spec.install.approval.approvedVersion is {version}"
+            ))
+        }
+        ApprovalMode::AutomaticUnlessEscalation if installed.is_some_and(|i| i != name) => {
+            let causes = approval::escalations(report, &report.data_aware);
+            (!causes.is_empty()).then(|| {
+                format!(
+                    "spec.install.approval is AutomaticUnlessEscalation: the controller holds {name} ({version}) because {}",
+                    causes.join("; ")
+                )
+            })
+        }
+        _ => None,
+    }
 }
 
 fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer)
         .and_then(Value::as_str)
         .unwrap_or_default()
-}
-
-/// Per rendered CRD that is installed: upstream's verdict and ours (the preflight decides).
-async fn crd_checks(
-    client: &kube::Client,
-    objects: &[Value],
-    enforcement: Option<CrdUpgradeSafetyEnforcement>,
-) -> Result<Vec<CrdCheck>, Failure> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut checks = Vec::new();
-    let crds = objects.iter().filter(|o| {
-        text(o, "/apiVersion") == "apiextensions.k8s.io/v1"
-            && text(o, "/kind") == "CustomResourceDefinition"
-    });
-    for object in crds {
-        let name = text(object, "/metadata/name").to_owned();
-        if enforcement == Some(CrdUpgradeSafetyEnforcement::None) {
-            checks.push(CrdCheck {
-                name,
-                verdict: "skipped".into(),
-                upstream: String::new(),
-            });
-            continue;
-        }
-        let live = tokio::time::timeout(CALL_TIMEOUT, api.get_opt(&name))
-            .await
-            .map_err(|_| Failure::Runtime(format!("reading CRD {name:?}: no answer")))?
-            .map_err(runtime("reading a CRD"))?;
-        let Some(live) = live else {
-            continue;
-        };
-        let live = serde_json::to_value(&live).map_err(runtime("encoding a CRD"))?;
-        let (Ok(old), Ok(new)) = (Crd::from_value(&live), Crd::from_value(object)) else {
-            // The preflight reports the decoding error.
-            continue;
-        };
-        let opts = CheckOptions {
-            enforcement: Enforcement::Strict,
-            allow_safe_changes: true,
-        };
-        let verdict = check_upgrade(&old, &new, &opts);
-        checks.push(CrdCheck {
-            name,
-            verdict: if !verdict.is_safe() {
-                "unsafe"
-            } else if verdict.upstream_refuses() {
-                "allowed"
-            } else {
-                "safe"
-            }
-            .into(),
-            upstream: verdict.upstream_message().unwrap_or_default(),
-        });
-    }
-    Ok(checks)
 }
 
 /// The bundles listed before the chosen one (newest first) and why they are not chosen.
@@ -400,93 +386,4 @@ fn newer_not_chosen(e: &Explanation) -> Vec<NotChosen> {
             reasons: c.reasons.iter().map(|r| r.message.clone()).collect(),
         })
         .collect()
-}
-
-fn object_change(object: &ObjectRef, change: Change) -> ObjectChange {
-    ObjectChange {
-        api_version: object.api_version.clone(),
-        kind: object.kind.clone(),
-        namespace: object.namespace.clone(),
-        name: object.name.clone(),
-        change,
-        diff: String::new(),
-        kept_fields: Vec::new(),
-        reason: String::new(),
-    }
-}
-
-/// Objects, RBAC and webhook deltas from what the apply's checks read.
-fn compare_objects(report: &mut Report, found: &ApplyPreview) {
-    let mut roles: Vec<rbac::RolePair<'_>> = Vec::new();
-    let mut bindings: Vec<rbac::RolePair<'_>> = Vec::new();
-    for o in &found.objects {
-        let mut change = object_change(&o.object, Change::Unchanged);
-        match (&o.live, &o.dry_run) {
-            (None, _) => change.change = Change::Create,
-            (Some(_), None) => {
-                change.change = Change::Unknown;
-                change.reason =
-                    "its namespace or the CRD of its kind is created by this apply; not dry-run"
-                        .into();
-            }
-            (Some(live), Some(after)) => {
-                if let Comparison::Update { diff, kept } = compare(live, after) {
-                    change.change = Change::Update;
-                    change.diff = diff;
-                    change.kept_fields = kept
-                        .into_iter()
-                        .map(|(manager, fields)| KeptFields { manager, fields })
-                        .collect();
-                }
-            }
-        }
-        report.objects.push(change);
-        let after = o.dry_run.as_ref().unwrap_or(&o.body);
-        let (api_version, kind) = (o.object.api_version.as_str(), o.object.kind.as_str());
-        if rbac::is_role(api_version, kind) {
-            roles.push((o.live.as_ref(), Some(after)));
-        }
-        if rbac::is_binding(api_version, kind) {
-            bindings.push((o.live.as_ref(), Some(after)));
-        }
-        if webhooks::is_webhook_configuration(api_version, kind)
-            && let Some(delta) = webhooks::webhook_delta(o.live.as_ref(), Some(after))
-        {
-            report.webhooks.push(delta);
-        }
-    }
-    for r in &found.removals {
-        let mut change = object_change(&r.object, Change::Delete);
-        let (api_version, kind) = (r.object.api_version.as_str(), r.object.kind.as_str());
-        if let Some(reason) = &r.kept {
-            if rbac::is_role(api_version, kind) {
-                // Kept: it still grants what it granted.
-                roles.push((r.live.as_ref(), r.live.as_ref()));
-            }
-            if rbac::is_binding(api_version, kind) {
-                bindings.push((r.live.as_ref(), r.live.as_ref()));
-            }
-            change.change = Change::Kept;
-            change.reason = reason.to_string();
-            if *reason == KeepReason::CustomResourcesExist {
-                report
-                    .crds_kept_for_custom_resources
-                    .push(r.object.name.clone());
-            }
-        } else {
-            if rbac::is_role(api_version, kind) {
-                roles.push((r.live.as_ref(), None));
-            }
-            if rbac::is_binding(api_version, kind) {
-                bindings.push((r.live.as_ref(), None));
-            }
-            if webhooks::is_webhook_configuration(api_version, kind)
-                && let Some(delta) = webhooks::webhook_delta(r.live.as_ref(), None)
-            {
-                report.webhooks.push(delta);
-            }
-        }
-        report.objects.push(change);
-    }
-    report.rbac = rbac::release_delta(&roles, &bindings);
 }
