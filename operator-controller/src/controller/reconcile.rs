@@ -92,10 +92,15 @@ use crate::webhook_certs::BuiltinCerts;
 
 pub use super::error::ReconcileError;
 
+mod approval_step;
 mod bundle_step;
 mod cluster_upgradeable;
 mod installed_state;
 mod uninstall;
+mod updates_step;
+
+use approval_step::{hold, installed_message, pending_summary};
+use updates_step::{resolve, updates_changed};
 
 use bundle_step::pull_and_render;
 pub(crate) use bundle_step::render_options;
@@ -484,48 +489,6 @@ async fn reconcile_extension(
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
     })
-}
-
-/// After a status write: the updates gauge, and one Event per version newly listed in
-/// `status.availableUpdates`.
-async fn updates_changed(
-    extension: &ClusterExtension,
-    status: &olm_api::v1::ClusterExtensionStatus,
-    ctx: &Context,
-) {
-    let package = extension
-        .spec
-        .source
-        .catalog
-        .as_ref()
-        .map(|c| c.package_name.clone())
-        .unwrap_or_default();
-    ctx.metrics.set_updates_available(
-        &extension.name_any(),
-        &package,
-        status.available_updates.len(),
-    );
-    let before: BTreeSet<&str> = extension
-        .status
-        .as_ref()
-        .map(|s| {
-            s.available_updates
-                .iter()
-                .map(|u| u.version.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    for update in status
-        .available_updates
-        .iter()
-        .filter(|u| !before.contains(u.version.as_str()))
-    {
-        let note = format!(
-            "{} {} is available in catalog {} but not installed: {:?}",
-            update.name, update.version, update.catalog, update.blocked_by
-        );
-        crate::controller::events::publish(&ctx.client, extension, "UpdateAvailable", &note).await;
-    }
 }
 
 fn extension_state(status: &olm_api::v1::ClusterExtensionStatus) -> ExtensionState {
@@ -979,76 +942,6 @@ async fn pipeline(
     Ok(())
 }
 
-/// `Approved` True's message when the resolved bundle is the installed one.
-fn installed_message(name: &str, version: &str) -> String {
-    format!("bundle {name} ({version}) is installed; nothing awaits approval")
-}
-
-/// The summary of a bundle waiting for `Manual` approval, from the preview engine: the apply's
-/// dry run against the deployed release and the CRD verdicts. What cannot be
-/// previewed is said in the summary (the bundle waits all the same).
-async fn pending_summary(
-    ctx: &Context,
-    extension: &ClusterExtension,
-    rendered: &[Value],
-    request: &ApplyRequest<'_>,
-) -> String {
-    let enforcement = extension
-        .spec
-        .install
-        .as_ref()
-        .and_then(|i| i.preflight.as_ref())
-        .map(|p| p.crd_upgrade_safety.enforcement);
-    let mut report = Report::default();
-    let mut unknown = Vec::new();
-    match ctx.applier.preview(request).await {
-        Ok(found) => compare_objects(&mut report, &found),
-        Err(e) => unknown.push(format!("objects could not be previewed: {e}")),
-    }
-    match crd_checks(
-        &ctx.client,
-        rendered,
-        enforcement,
-        ctx.settings.call_timeout,
-    )
-    .await
-    {
-        Ok(crds) => report.crds = crds,
-        Err(e) => unknown.push(format!("CRDs could not be checked: {e}")),
-    }
-    let mut summary = approval::summary(&report);
-    for note in unknown {
-        summary.push_str("; ");
-        summary.push_str(&note);
-    }
-    summary
-}
-
-/// A resolved bundle waits for approval: nothing new is installed, the deployed release (if
-/// any) stays applied and repaired.
-async fn hold(
-    extension: &ClusterExtension,
-    ctx: &Context,
-    deployed: Option<&Release>,
-    bundle: BundleMetadata,
-    summary: String,
-    findings: &mut Findings,
-) -> Result<(), ReconcileError> {
-    tracing::info!(extension = %extension.name_any(), bundle = %bundle.name, version = %bundle.version, "resolved bundle awaits approval");
-    findings.notes.push(format!(
-        "bundle {} ({}) awaits approval (see the Approved condition)",
-        bundle.name, bundle.version
-    ));
-    findings.approval = Some(approval::Finding::Awaiting(PendingApproval {
-        bundle,
-        summary,
-    }));
-    match deployed {
-        Some(deployed) => maintain(extension, ctx, deployed, findings).await,
-        None => Ok(()),
-    }
-}
-
 /// Drift watches, metrics, kept CRDs and availability after a successful apply.
 async fn after_apply(
     ctx: &Context,
@@ -1162,72 +1055,6 @@ async fn builtin_certificates(
         ));
     }
     Ok(())
-}
-
-/// Resolves, and lists the newer bundles the spec or graph holds back
-/// ([`available_updates`]; `None` when the request cannot be read).
-async fn resolve(
-    ctx: &Context,
-    filter: &CatalogFilter,
-    installed: Option<&InstalledBundle>,
-    views: &[olm_operator_core::catalog_changes::CatalogView],
-) -> (
-    Result<Resolution, ReconcileError>,
-    Option<Vec<olm_api::v1::AvailableUpdate>>,
-) {
-    let resolver = match Resolver::new(filter, installed) {
-        Ok(resolver) => resolver,
-        Err(e) => return (Err(e.into()), None),
-    };
-    let infos: Vec<_> = views.iter().map(catalog_info).collect();
-    let by_name: BTreeMap<String, _> = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
-    let selected = resolver.catalogs_to_search(&infos);
-    let fetched =
-        catalogs::fetch_packages(&ctx.catalogd, &by_name, &selected, resolver.package()).await;
-    let updates = match installed {
-        None => Some(Vec::new()),
-        Some(installed) => {
-            let contents: Contents = fetched
-                .iter()
-                .map(|(info, result)| {
-                    (
-                        info.name.clone(),
-                        result.as_ref().map(Arc::clone).map_err(|e| e.to_string()),
-                    )
-                })
-                .collect();
-            VersionRelease::from_installed(&installed.version, installed.release.as_deref())
-                .ok()
-                .map(|version| {
-                    let explanation = explain(filter, Some(installed), &infos, &contents);
-                    available_updates(&explanation, &version)
-                        .into_iter()
-                        .map(api_update)
-                        .collect()
-                })
-        }
-    };
-    (
-        resolver.resolve_fetched(fetched).map_err(Into::into),
-        updates,
-    )
-}
-
-/// The status form of an available update.
-fn api_update(update: AvailableUpdate) -> olm_api::v1::AvailableUpdate {
-    use olm_api::v1::UpdateBlocker;
-    olm_api::v1::AvailableUpdate {
-        name: update.name,
-        version: update.version,
-        catalog: update.catalog,
-        channel: update.channel,
-        blocked_by: match update.blocked_by {
-            ReasonCode::OutsideVersionRange => UpdateBlocker::OutsideVersionRange,
-            ReasonCode::NotInRequestedChannel => UpdateBlocker::NotInRequestedChannel,
-            _ => UpdateBlocker::NotASuccessor,
-        },
-        deprecated: update.deprecated,
-    }
 }
 
 /// Whether ClusterCatalogs matching the extension's selector exist (any availability, as
