@@ -354,6 +354,32 @@ pub fn metrics_listener(
     listen_address(addr).map(Some)
 }
 
+/// [`metrics_listener`] from the flags' values, with the certificate pair it serves: how both
+/// controllers read `--metrics-bind-address`, `--tls-cert` and `--tls-key`.
+pub fn metrics_and_tls(
+    metrics_bind_address: Option<&str>,
+    tls_cert: Option<std::path::PathBuf>,
+    tls_key: Option<std::path::PathBuf>,
+    default_addr: &str,
+    tls_pair_message: &str,
+    address_message: &str,
+) -> Result<(Option<SocketAddr>, Option<crate::server::TlsFiles>), crate::gates::ArgsError> {
+    let addr = metrics_listener(
+        metrics_bind_address,
+        tls_cert.is_some(),
+        tls_key.is_some(),
+        default_addr,
+        tls_pair_message,
+        address_message,
+    )
+    .map_err(crate::gates::ArgsError::Usage)?;
+    let files = match (tls_cert, tls_key) {
+        (Some(cert), Some(key)) => Some(crate::server::TlsFiles { cert, key }),
+        _ => None,
+    };
+    Ok((addr, files))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

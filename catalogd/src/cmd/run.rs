@@ -192,19 +192,14 @@ impl RunOptions {
     pub fn from_args(args: Args) -> Result<RunOptions, ArgsError> {
         let gates =
             FeatureGates::parse_checked(FEATURE_GATES, &args.feature_gates, args.feature_defaults)?;
-        let metrics_addr = olm_runtime::go_flags::metrics_listener(
+        let (metrics_addr, tls) = olm_runtime::go_flags::metrics_and_tls(
             args.metrics_bind_address.as_deref(),
-            args.tls_cert.is_some(),
-            args.tls_key.is_some(),
+            args.tls_cert,
+            args.tls_key,
             ":7443",
             "tls-cert and tls-key flags must be used together",
             "metrics-bind-address requires tls-cert and tls-key flags",
-        )
-        .map_err(ArgsError::Usage)?;
-        let tls = match (args.tls_cert, args.tls_key) {
-            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
-            _ => None,
-        };
+        )?;
         // Upstream's webhook server needs a certificate; without one it has none to serve.
         let webhook_addr = (args.webhook_server_port != 0 && tls.is_some())
             .then(|| SocketAddr::from(([0, 0, 0, 0], args.webhook_server_port)));

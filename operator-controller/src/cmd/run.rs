@@ -268,19 +268,14 @@ impl RunOptions {
     pub fn from_args(args: Args) -> Result<RunOptions, ArgsError> {
         let gates =
             FeatureGates::parse_checked(FEATURE_GATES, &args.feature_gates, args.feature_defaults)?;
-        let metrics_addr = olm_runtime::go_flags::metrics_listener(
+        let (metrics_addr, metrics_tls) = olm_runtime::go_flags::metrics_and_tls(
             args.metrics_bind_address.as_deref(),
-            args.tls_cert.is_some(),
-            args.tls_key.is_some(),
+            args.tls_cert,
+            args.tls_key,
             ":8443",
             "unable to configure TLS certificates: tls-cert and tls-key flags must be used together",
             "metrics-bind-address requires tls-cert and tls-key flags to be set",
-        )
-        .map_err(ArgsError::Usage)?;
-        let metrics_tls = match (args.tls_cert, args.tls_key) {
-            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
-            _ => None,
-        };
+        )?;
         // The WebhookProvider* gates decide the provider as upstream's do when either is named;
         // unnamed, ours is detected at start.
         let gate_provider = || {
