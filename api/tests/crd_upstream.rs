@@ -11,7 +11,7 @@
 //! | `description` texts | written by this project in its own words (same meaning); every node upstream describes is described here too |
 //! | `ClusterExtension` `spec.config` | upstream's experimental field (in `experimental.yaml`, behind its `SingleOwnNamespaceInstallSupport`/`DeploymentConfig` gates), on by default here; compared with `experimental.yaml`'s node for node |
 //! | `ClusterExtension` `status.availableUpdates` and the `Latest` printer column (priority 1: `kubectl get -o wide` only) | ours (issue 25): newer bundles held back by the spec or the graph; the first five printer columns stay upstream's, in order |
-//! | `ClusterExtension` `spec.install.approval`, `status.pendingApproval`, and the `spec.install` rule `at least one of [preflight, approval] are required when install is specified` (upstream's `[preflight]`, `has(self.preflight)`) | ours (issue 26): per-extension upgrade approval; `install: {approval: …}` alone must be admitted, so the rule names both fields; every other rule and message is upstream's |
+//! | `ClusterExtension` `spec.install.approval`, `spec.install.rollback`, `status.pendingApproval`, and the `spec.install` rule `at least one of [preflight, approval, rollback] are required when install is specified` (upstream's `[preflight]`, `has(self.preflight)`) | ours (issue 26): per-extension upgrade approval and guarded rollback; `install: {approval: …}` or `install: {rollback: …}` alone must be admitted, so the rule names every field; every other rule and message is upstream's |
 //!
 //! Anything else that differs fails the test, naming the path.
 
@@ -95,6 +95,7 @@ const AVAILABLE_UPDATES: &str =
     "/spec/versions[0]/schema/openAPIV3Schema/properties/status/properties/availableUpdates";
 const PRINTER_COLUMNS: &str = "/spec/versions[0]/additionalPrinterColumns";
 const APPROVAL: &str = "/spec/versions[0]/schema/openAPIV3Schema/properties/spec/properties/install/properties/approval";
+const ROLLBACK: &str = "/spec/versions[0]/schema/openAPIV3Schema/properties/spec/properties/install/properties/rollback";
 const PENDING_APPROVAL: &str =
     "/spec/versions[0]/schema/openAPIV3Schema/properties/status/properties/pendingApproval";
 const INSTALL_RULE: &str = "/spec/versions[0]/schema/openAPIV3Schema/properties/spec/properties/install/x-kubernetes-validations[0]";
@@ -130,23 +131,23 @@ fn our_crds_are_upstreams_standard_crds_plus_the_documented_differences() {
                 continue;
             }
             if name.starts_with("clusterextensions")
-                && (path == APPROVAL || path == PENDING_APPROVAL)
+                && (path == APPROVAL || path == ROLLBACK || path == PENDING_APPROVAL)
                 && what == "only ours"
             {
                 continue;
             }
-            // Upstream's rule on `spec.install`, widened to the approval field.
+            // Upstream's rule on `spec.install`, widened to the approval and rollback fields.
             if name.starts_with("clusterextensions") && path == format!("{INSTALL_RULE}/message") {
                 assert_eq!(
                     what,
-                    "\"at least one of [preflight, approval] are required when install is specified\" here, \"at least one of [preflight] are required when install is specified\" upstream"
+                    "\"at least one of [preflight, approval, rollback] are required when install is specified\" here, \"at least one of [preflight] are required when install is specified\" upstream"
                 );
                 continue;
             }
             if name.starts_with("clusterextensions") && path == format!("{INSTALL_RULE}/rule") {
                 assert_eq!(
                     what,
-                    "\"has(self.preflight) || has(self.approval)\" here, \"has(self.preflight)\" upstream"
+                    "\"has(self.preflight) || has(self.approval) || has(self.rollback)\" here, \"has(self.preflight)\" upstream"
                 );
                 continue;
             }

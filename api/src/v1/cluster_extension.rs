@@ -264,8 +264,8 @@ pub enum UpgradeConstraintPolicy {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [{
-    "message": "at least one of [preflight, approval] are required when install is specified",
-    "rule": "has(self.preflight) || has(self.approval)"
+    "message": "at least one of [preflight, approval, rollback] are required when install is specified",
+    "rule": "has(self.preflight) || has(self.approval) || has(self.rollback)"
 }]))]
 pub struct ClusterExtensionInstallConfig {
     /// Checks run before an install or upgrade is applied.
@@ -277,7 +277,48 @@ pub struct ClusterExtensionInstallConfig {
     /// this implementation: upstream has no such field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalConfig>,
+
+    /// Whether a failed upgrade returns to the release installed before it. When omitted,
+    /// nothing is rolled back (`None`), as upstream. An addition of this implementation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackConfig>,
 }
+
+/// Rolling back a failed upgrade.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RollbackConfig {
+    /// `None` (the default): a failed upgrade stays as it is and is retried. `OnFailure`: when
+    /// applying an upgrade fails part-way, or the new release's Deployments are not Available
+    /// within `progressDeadlineMinutes`, the previous release is installed again, but only
+    /// when that is safe for stored data: every CRD of the previous release must still serve
+    /// every version its custom resources are stored in, and every stored custom resource must
+    /// validate against the previous schema. The failed bundle is then not retried until the
+    /// ClusterExtension's spec or the resolved bundle changes. When rolling back is unsafe, the
+    /// new release stays and `Progressing` names the CRD or object that prevents it.
+    #[serde(default)]
+    pub mode: RollbackMode,
+
+    /// With `OnFailure`: how many minutes (1 to 720) a new release has to become Available
+    /// after it is applied. Default 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [{
+        "message": "progressDeadlineMinutes must be between 1 and 720 (inclusive)",
+        "rule": "self >= 1 && self <= 720"
+    }]))]
+    pub progress_deadline_minutes: Option<i32>,
+}
+
+/// Whether failed upgrades are rolled back.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum RollbackMode {
+    #[default]
+    None,
+    OnFailure,
+}
+
+/// The deadline when `spec.install.rollback.progressDeadlineMinutes` is not set.
+pub const DEFAULT_PROGRESS_DEADLINE_MINUTES: i32 = 10;
 
 /// Approval of installs and upgrades.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -327,6 +368,17 @@ impl ClusterExtensionSpec {
     /// `spec.install.approval`.
     pub fn approval(&self) -> Option<&ApprovalConfig> {
         self.install.as_ref().and_then(|i| i.approval.as_ref())
+    }
+
+    /// With `spec.install.rollback.mode: OnFailure`, the progress deadline in minutes;
+    /// `None` when failed upgrades are not rolled back.
+    pub fn rollback_deadline_minutes(&self) -> Option<i32> {
+        let rollback = self.install.as_ref()?.rollback.as_ref()?;
+        (rollback.mode == RollbackMode::OnFailure).then(|| {
+            rollback
+                .progress_deadline_minutes
+                .unwrap_or(DEFAULT_PROGRESS_DEADLINE_MINUTES)
+        })
     }
 }
 

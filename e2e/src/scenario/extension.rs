@@ -54,6 +54,12 @@ impl Scenario {
         .await;
     }
 
+    /// Sets `spec.install.rollback`.
+    pub async fn set_rollback(&self, extension: &Extension, rollback: Value) {
+        self.patch_spec(extension, json!({"install": {"rollback": rollback}}))
+            .await;
+    }
+
     pub async fn set_config(&self, extension: &Extension, config: Value) {
         self.patch_spec(extension, json!({ "config": inline_config(config) }))
             .await;
@@ -202,6 +208,8 @@ pub struct ExtensionSpec {
     pub inline_config: Option<Value>,
     /// `spec.install.approval`.
     pub approval: Option<Value>,
+    /// `spec.install.rollback`.
+    pub rollback: Option<Value>,
 }
 
 impl ExtensionSpec {
@@ -223,6 +231,7 @@ impl ExtensionSpec {
             service_account: None,
             inline_config: None,
             approval: None,
+            rollback: None,
         }
     }
 
@@ -272,6 +281,12 @@ impl ExtensionSpec {
         self
     }
 
+    /// `spec.install.rollback`: `OnFailure` with a progress deadline of `minutes`.
+    pub fn rollback_on_failure(mut self, minutes: i32) -> ExtensionSpec {
+        self.rollback = Some(json!({"mode": "OnFailure", "progressDeadlineMinutes": minutes}));
+        self
+    }
+
     /// Creates the ClusterExtension, labelled for the controller `instance`.
     pub async fn create(&self, extensions: &Api<ClusterExtension>, instance: &str) -> Extension {
         let extension = Extension {
@@ -311,7 +326,10 @@ impl ExtensionSpec {
             spec["config"] = inline_config(config.clone());
         }
         if let Some(approval) = &self.approval {
-            spec["install"] = json!({ "approval": approval });
+            spec["install"]["approval"] = approval.clone();
+        }
+        if let Some(rollback) = &self.rollback {
+            spec["install"]["rollback"] = rollback.clone();
         }
         json!({
             "apiVersion": "olm.operatorframework.io/v1",

@@ -381,7 +381,8 @@ async fn service_account_name_must_be_a_dns1123_subdomain_of_at_most_253_charact
 #[tokio::test]
 async fn install_requires_preflight_when_present() {
     let api = cluster_extensions(&olm_e2e::shared().await.client().await);
-    let one_of = "at least one of [preflight, approval] are required when install is specified";
+    let one_of =
+        "at least one of [preflight, approval, rollback] are required when install is specified";
     type Case<'a> = (&'a str, Option<Value>, Option<&'a [&'a str]>);
     let cases: [Case; 5] = [
         (
@@ -475,6 +476,52 @@ async fn approval_mode_is_an_enum_and_approved_version_a_semver_only_with_manual
         run_case(&api, &mut report, case, spec, wanted).await;
     }
     report.assert_all_passed("approval");
+}
+
+/// Ours (issue 26): `spec.install.rollback`: the mode enum and `progressDeadlineMinutes` from 1
+/// to 720.
+#[tokio::test]
+async fn rollback_mode_is_an_enum_and_the_progress_deadline_from_1_to_720_minutes() {
+    let api = cluster_extensions(&olm_e2e::shared().await.client().await);
+    let range = "progressDeadlineMinutes must be between 1 and 720 (inclusive)";
+    type Case<'a> = (&'a str, Value, Option<&'a [&'a str]>);
+    let cases: [Case; 8] = [
+        ("rollback alone satisfies install", json!({}), None),
+        ("OnFailure", json!({"mode": "OnFailure"}), None),
+        ("None", json!({"mode": "None"}), None),
+        (
+            "the shortest deadline",
+            json!({"mode": "OnFailure", "progressDeadlineMinutes": 1}),
+            None,
+        ),
+        (
+            "the longest deadline",
+            json!({"mode": "OnFailure", "progressDeadlineMinutes": 720}),
+            None,
+        ),
+        (
+            "a deadline of 0",
+            json!({"mode": "OnFailure", "progressDeadlineMinutes": 0}),
+            Some(&[range]),
+        ),
+        (
+            "a deadline over 12 hours",
+            json!({"mode": "OnFailure", "progressDeadlineMinutes": 721}),
+            Some(&[range]),
+        ),
+        (
+            "unknown mode",
+            json!({"mode": "Always"}),
+            Some(&[r#"spec.install.rollback.mode: Unsupported value: "Always""#]),
+        ),
+    ];
+    let mut report = Report::default();
+    for (case, rollback, wanted) in cases {
+        let mut spec = spec_with_catalog(json!({ "packageName": "package" }));
+        spec["install"] = json!({ "rollback": rollback });
+        run_case(&api, &mut report, case, spec, wanted).await;
+    }
+    report.assert_all_passed("rollback");
 }
 
 #[tokio::test]

@@ -20,6 +20,7 @@ mod extension_dropin;
 mod extension_gating;
 mod extension_install;
 mod extension_rbac;
+mod extension_rollback;
 mod extension_scenarios;
 mod extension_takeover;
 mod extension_trust;

@@ -12,6 +12,7 @@
 //! | list catalogs | [`CatalogListError`] | True/`Retrying` | no |
 //! | resolve | `resolve::ResolveError` (upstream's texts) | True/`Retrying` | when only a spec or catalog change can help (see its table) |
 //! | pull, parse, render, preflight, apply, record | [`BundleStepError`]: `error for resolved bundle "<b>" with version "<v>": …` | True/`Retrying`; False/`InvalidConfiguration` for configuration errors, False/`Blocked` for an unparsable image reference | only those two |
+//! | guarded rollback (`spec.install.rollback`) | [`RollbackError`] | True/`Retrying` | no |
 //! | uninstall | [`UninstallError`] | True/`Retrying` | no |
 //! | write finalizers or status | [`PublishError`] | not written (logged) | no |
 //!
@@ -163,6 +164,42 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
+/// The guarded rollback (`spec.install.rollback`) could not be carried out or recorded. A
+/// rollback that is unsafe is no error: it is refused and reported in `Progressing`.
+#[derive(Debug, thiserror::Error)]
+pub enum RollbackError {
+    #[error("rolling back to {target}: reading its manifest: {source}")]
+    Manifest {
+        target: String,
+        #[source]
+        source: ManifestError,
+    },
+    #[error("rolling back to {target}: {source}")]
+    Certificates {
+        target: String,
+        #[source]
+        source: crate::webhook_certs::WebhookCertError,
+    },
+    #[error("rolling back to {target}: {source}")]
+    Apply {
+        target: String,
+        #[source]
+        source: ApplyError,
+    },
+    #[error("rolling back to {target}: recording the rollback: {source}")]
+    Record {
+        target: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("recording that the upgrade to {bundle} became Available: {source}")]
+    Probation {
+        bundle: String,
+        #[source]
+        source: StoreError,
+    },
+}
+
 /// A write to the API server (finalizers, status) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
@@ -203,6 +240,8 @@ pub enum ReconcileError {
     #[error(transparent)]
     Bundle(#[from] BundleStepError),
     #[error(transparent)]
+    Rollback(#[from] RollbackError),
+    #[error(transparent)]
     Uninstall(#[from] UninstallError),
     #[error(transparent)]
     Publish(#[from] PublishError),
@@ -223,6 +262,7 @@ impl ConditionError for ReconcileError {
             ReconcileError::Bundle(e) => e.failure.reason(),
             ReconcileError::InstalledState(_)
             | ReconcileError::CatalogList(_)
+            | ReconcileError::Rollback(_)
             | ReconcileError::Uninstall(_)
             | ReconcileError::Publish(_) => ConditionReason::Retrying,
         }
@@ -235,6 +275,7 @@ impl ConditionError for ReconcileError {
             ReconcileError::Bundle(e) => e.failure.is_terminal(),
             ReconcileError::InstalledState(_)
             | ReconcileError::CatalogList(_)
+            | ReconcileError::Rollback(_)
             | ReconcileError::Uninstall(_)
             | ReconcileError::Publish(_) => false,
         }

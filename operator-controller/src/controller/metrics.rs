@@ -14,6 +14,8 @@
 //! | `operator_controller_pruned_objects_total` | counter | – | objects deleted because an upgrade dropped them |
 //! | `operator_controller_managed_objects` | gauge | – | objects of every extension's last apply |
 //! | `operator_controller_extensions_awaiting_approval` | gauge | – | extensions whose resolved bundle waits for approval (`status.pendingApproval` set) |
+//! | `operator_controller_rollbacks_total` | counter | – | failed upgrades rolled back (`spec.install.rollback`) |
+//! | `operator_controller_extensions_rollback_refused` | gauge | – | extensions whose failed upgrade stays because rolling back is unsafe |
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -84,6 +86,9 @@ struct Inner {
     /// Extensions whose status has `pendingApproval`.
     awaiting_approval: Gauge,
     awaiting: Mutex<std::collections::BTreeSet<String>>,
+    rollbacks: Counter,
+    rollback_refused: Gauge,
+    refused: Mutex<std::collections::BTreeSet<String>>,
     /// Per extension: its state and how many objects its last apply wrote.
     known: Mutex<HashMap<String, (Option<ExtensionState>, usize)>>,
 }
@@ -159,8 +164,23 @@ impl Metrics {
             "ClusterExtensions whose resolved bundle waits for approval (status.pendingApproval)",
             awaiting_approval.clone(),
         );
+        let rollbacks = Counter::default();
+        registry.register(
+            "operator_controller_rollbacks",
+            "Failed upgrades rolled back to the previous release (spec.install.rollback)",
+            rollbacks.clone(),
+        );
+        let rollback_refused = Gauge::default();
+        registry.register(
+            "operator_controller_extensions_rollback_refused",
+            "ClusterExtensions whose failed upgrade stays installed because rolling back is unsafe for stored data",
+            rollback_refused.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
+                rollbacks,
+                rollback_refused,
+                refused: Mutex::new(std::collections::BTreeSet::new()),
                 awaiting_approval,
                 awaiting: Mutex::new(std::collections::BTreeSet::new()),
                 updates_available,
@@ -266,9 +286,32 @@ impl Metrics {
             .set(i64::try_from(set.len()).unwrap_or(i64::MAX));
     }
 
+    /// Counts a rollback performed.
+    pub fn rollback_performed(&self) {
+        self.inner.rollbacks.inc();
+    }
+
+    /// Records whether `extension`'s failed upgrade stays because rolling back is unsafe.
+    pub fn set_rollback_refused(&self, extension: &str, refused: bool) {
+        let mut set = self
+            .inner
+            .refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if refused {
+            set.insert(extension.to_owned());
+        } else {
+            set.remove(extension);
+        }
+        self.inner
+            .rollback_refused
+            .set(i64::try_from(set.len()).unwrap_or(i64::MAX));
+    }
+
     pub fn forget(&self, extension: &str) {
         self.forget_updates(extension);
         self.set_awaiting_approval(extension, false);
+        self.set_rollback_refused(extension, false);
         let mut known = self.lock();
         known.remove(extension);
         self.publish(&known);

@@ -18,6 +18,7 @@
 //! | webhook certificates | built-in provider only: its Secrets beside the release, the CA bundle into the objects to apply (not the manifest), the next rotation as a requeue ([`crate::webhook_certs`]) | `Retrying` (a foreign Secret: upstream's collision message) |
 //! | approval | `spec.install.approval` ([`approval`]): `Manual` holds a bundle other than the installed one unless it is `approvedVersion` (before the preflight); `AutomaticUnlessEscalation` holds an upgrade whose dry run widens RBAC or whose preflight passes only with warnings (after it, with the apply's checks). A held bundle: the deployed release stays applied (as when nothing resolves), `status.pendingApproval` and `Approved` False/`AwaitingApproval` with the preview engine's summary ([`super::pending`]) | – |
 //! | preflight | CRD upgrade safety, only when installing or upgrading | `Retrying` with the composed message; the old release stays installed |
+//! | rollback (`spec.install.rollback` `OnFailure` only, [`rollback_step`]) | right after the installed state: an upgrade on probation whose Deployments are not Available by the deadline returns to the release it replaced when that is safe for stored data; after a resolution that is the rolled-back bundle again at the same generation, it is not retried; after an upgrade's apply fails part-way, the same return | refused: the upgrade stays, `Progressing` says why |
 //! | apply | record `pending-*` → apply → record `deployed` (previous `superseded`); unchanged: apply again (drift repair) | record `failed`; `Retrying` |
 //! | availability | `Available` from the Deployments applied | – |
 //! | OpenShift mode only: `ClusterUpgradeable` | the deployed release's `olm.maxOpenShiftVersion` at the cached cluster version; when it blocks, the versions in the extension's catalogs that would lift the block ([`cluster_upgradeable`]) | release unreadable: the condition is left as it was; catalogs unreadable: the message says so |
@@ -96,6 +97,7 @@ mod approval_step;
 mod bundle_step;
 mod cluster_upgradeable;
 mod installed_state;
+mod rollback_step;
 mod uninstall;
 mod updates_step;
 
@@ -384,6 +386,12 @@ struct Findings {
     /// Upgrade approval ([`approval`]): `None` when this reconcile did not get to decide (the
     /// status keeps what it had).
     approval: Option<approval::Finding>,
+    /// Guarded rollback ([`rollback_step`]): a rollback done, refused, or holding a failed
+    /// bundle back. `Progressing` becomes True/`Retrying` with this message (after the error's,
+    /// when there is one).
+    rollback_note: Option<String>,
+    /// When an upgrade on probation (or a refused rollback) is looked at again.
+    rollback_recheck: Option<Duration>,
 }
 
 /// Which Deployments `Available` is about.
@@ -407,6 +415,8 @@ impl Findings {
             cert_recheck: None,
             available_updates: None,
             approval: None,
+            rollback_note: None,
+            rollback_recheck: None,
         }
     }
 }
@@ -432,18 +442,32 @@ async fn reconcile_extension(
         // The next reconcile verifies everything again.
         ctx.last_applies.forget(&current.name_any());
     }
-    let cert_recheck = findings.cert_recheck;
+    let recheck = [findings.cert_recheck, findings.rollback_recheck]
+        .into_iter()
+        .flatten()
+        .min();
     let available_updates = findings.available_updates.take();
+    if findings.rollback_note.is_none() {
+        ctx.metrics.set_rollback_refused(&current.name_any(), false);
+    }
 
-    let progress = match &result {
-        Ok(()) => Progress::Reached {
+    let progress = match (&result, findings.rollback_note.take()) {
+        (Ok(()), Some(note)) => Progress::Failed {
+            reason: ConditionReason::Retrying,
+            message: note,
+        },
+        (Err(e), Some(note)) => Progress::Failed {
+            reason: e.reason(),
+            message: format!("{}\n{note}", e.condition_message()),
+        },
+        (Ok(()), None) => Progress::Reached {
             notes: std::mem::take(&mut findings.notes),
         },
-        Err(ReconcileError::InstalledState(_)) => Progress::Failed {
+        (Err(ReconcileError::InstalledState(_)), None) => Progress::Failed {
             reason: ConditionReason::Retrying,
             message: RETRYING_INSTALLED_STATE.to_owned(),
         },
-        Err(e) => Progress::Failed {
+        (Err(e), None) => Progress::Failed {
             reason: e.reason(),
             message: e.condition_message(),
         },
@@ -484,8 +508,8 @@ async fn reconcile_extension(
         .set_awaiting_approval(&current.name_any(), status.pending_approval.is_some());
     result?;
     // `Available` changes arrive through the Deployment watch ([`super::availability`]); only
-    // certificate steps are timed.
-    Ok(match cert_recheck {
+    // certificate steps and rollback deadlines are timed.
+    Ok(match recheck {
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
     })
@@ -539,6 +563,13 @@ async fn pipeline(
             };
             return Err(InstalledStateError(e).into());
         }
+    }
+    // Guarded rollback: the deployed upgrade's probation, before anything else is decided.
+    let rollback_deadline = extension.spec.rollback_deadline_minutes();
+    if let Some(deadline) = rollback_deadline
+        && rollback_step::probation(extension, ctx, &mut releases, deadline, findings).await?
+    {
+        return Ok(());
     }
     let installed = history::installed_bundle(&releases);
     tracing::debug!(extension = %name, installed = ?installed.as_ref().map(|b| &b.name), "installed state read");
@@ -616,6 +647,22 @@ async fn pipeline(
 
     let bundle_name = resolution.bundle.name.clone();
     let bundle_version = resolution.status_version();
+    if let Some(note) = rollback_step::not_retried(
+        extension,
+        &releases,
+        release_plan::BundleIdentity {
+            name: &bundle_name,
+            version: &bundle_version,
+            image: &resolution.bundle.image,
+        },
+    ) {
+        tracing::debug!(extension = %name, bundle = %bundle_name, "rolled back earlier; not retried");
+        findings.rollback_note = Some(note);
+        return match &deployed {
+            Some(deployed) => maintain(extension, ctx, deployed, findings).await,
+            None => Ok(()),
+        };
+    }
     let wrap = |failure: BundleFailure| -> ReconcileError {
         BundleStepError {
             bundle: bundle_name.clone(),
@@ -855,13 +902,19 @@ async fn pipeline(
         // The record written before the apply (install and upgrade only).
         let mut written_release: Option<(Release, Written)> = None;
         if action.records_before_apply() {
-            let labels = history::bundle_labels(
+            let mut labels = history::bundle_labels(
                 &rendered.0.package_name,
                 &bundle_name,
                 &bundle_version,
                 &resolution.bundle.image,
                 None,
             );
+            if rollback_deadline.is_some() && matches!(action, ReleaseAction::Upgrade { .. }) {
+                labels.insert(
+                    olm_operator_core::release::rollback::WATCH_LABEL.to_owned(),
+                    "true".to_owned(),
+                );
+            }
             let new = history::NewRelease {
                 name: &name,
                 namespace: &extension.spec.namespace,
@@ -906,6 +959,42 @@ async fn pipeline(
             &changes,
         )
         .await;
+        if let (
+            Err(failure),
+            Some(_),
+            ReleaseAction::Upgrade {
+                supersede: Some(target),
+            },
+            Ok(()),
+            Some((failed, _)),
+        ) = (
+            &applied,
+            rollback_deadline,
+            action,
+            &recorded,
+            &written_release,
+        ) {
+            // The upgrade's apply failed part-way: return to the release it replaced.
+            releases.push(failed.clone());
+            let rolled_back = rollback_step::roll_back(
+                extension,
+                ctx,
+                &mut releases,
+                failed.version,
+                target,
+                &failure.to_string(),
+                findings,
+            )
+            .await;
+            match rolled_back {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(extension = %name, error = %e, "rolling back the failed upgrade failed");
+                    findings.rollback_note = Some(e.to_string());
+                }
+            }
+        }
         let outcome = applied.map_err(|e| wrap(e.into()))?;
         recorded.map_err(|e| wrap(e.into()))?;
         ctx.last_applies.record(&name, request_digest, &outcome);

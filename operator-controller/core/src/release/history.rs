@@ -256,7 +256,16 @@ pub fn upgrade_release(
         .as_ref()
         .map(|i| i.first_deployed)
         .unwrap_or_default();
-    let labels = merge_custom_labels(&last.labels.clone().unwrap_or_default(), &new.labels);
+    let mut labels = merge_custom_labels(&last.labels.clone().unwrap_or_default(), &new.labels);
+    // What marked the record before (probation, a rollback) is about that record only; the
+    // caller adds this upgrade's own marks to `new.labels`.
+    super::rollback::strip_labels(&mut labels);
+    labels.extend(
+        new.labels
+            .iter()
+            .filter(|(k, _)| k.as_str() == super::rollback::WATCH_LABEL)
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     let release = Release {
         name: new.name.to_string(),
         info: Some(Info {

@@ -27,6 +27,7 @@
 //! | install | [`history::install_release`] (`pending-install`) → create → apply → [`history::set_status`] `deployed`/[`history::INSTALL_COMPLETE`] → update |
 //! | upgrade | [`history::upgrade_release`] (`pending-upgrade`) → create (prunes to 10) → apply → old [`history::mark_superseded`] → update; new `deployed`/[`history::UPGRADE_COMPLETE`] → update |
 //! | failure | [`history::set_status`] `failed` with [`history::install_failed_description`] / [`history::upgrade_failed_description`] → update |
+//! | rollback (`OnFailure` only) | [`rollback::rollback_release`] (`pending-rollback`) → create → apply → [`rollback::after_rollback`]: the failed upgrade rolled back, the new record `deployed` → update |
 //! | installed state | `ReleaseStore::installed` → [`history::installed_bundle`], [`manifest::manifest_objects`] |
 //! | uninstall | objects of the manifest removed → `ReleaseStore::delete_all` |
 
@@ -37,6 +38,7 @@ pub mod manifest;
 pub mod model;
 pub mod plan;
 pub mod render;
+pub mod rollback;
 pub mod secrets;
 pub mod time;
 

@@ -40,7 +40,8 @@ pub struct BundleIdentity<'a> {
 }
 
 impl BundleIdentity<'_> {
-    fn recorded_in(&self, release: &Release) -> bool {
+    /// Whether `release`'s labels name this bundle (name, version and image).
+    pub fn recorded_in(&self, release: &Release) -> bool {
         release.label(BUNDLE_NAME_LABEL) == Some(self.name)
             && release.label(BUNDLE_VERSION_LABEL) == Some(self.version)
             && release.label(BUNDLE_REFERENCE_LABEL) == Some(self.image)
@@ -74,6 +75,35 @@ pub enum RecordChange {
         status: &'static str,
         description: String,
     },
+    /// Mark this failed upgrade as rolled back ([`super::rollback::mark_rolled_back`]).
+    RolledBack { version: i64, description: String },
+}
+
+impl RecordChange {
+    /// The version the change is about.
+    pub fn version(&self) -> i64 {
+        match self {
+            RecordChange::Supersede(v) => *v,
+            RecordChange::SetStatus { version, .. } | RecordChange::RolledBack { version, .. } => {
+                *version
+            }
+        }
+    }
+
+    /// Applies the change to `release`.
+    pub fn apply_to(&self, release: &mut Release) {
+        match self {
+            RecordChange::Supersede(_) => history::mark_superseded(release),
+            RecordChange::SetStatus {
+                status,
+                description,
+                ..
+            } => history::set_status(release, status, description),
+            RecordChange::RolledBack { description, .. } => {
+                super::rollback::mark_rolled_back(release, description)
+            }
+        }
+    }
 }
 
 impl ReleaseAction {

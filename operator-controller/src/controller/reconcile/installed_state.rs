@@ -73,18 +73,8 @@ pub(super) async fn record_changes(
     changes: &[RecordChange],
 ) -> Result<(), crate::storage::StoreError> {
     for change in changes {
-        let version = match change {
-            RecordChange::Supersede(v) => *v,
-            RecordChange::SetStatus { version, .. } => *version,
-        };
-        let apply_change = |release: &mut Release| match change {
-            RecordChange::Supersede(_) => history::mark_superseded(release),
-            RecordChange::SetStatus {
-                status,
-                description,
-                ..
-            } => history::set_status(release, status, description),
-        };
+        let version = change.version();
+        let apply_change = |release: &mut Release| change.apply_to(release);
         match written.as_deref_mut() {
             Some((release, written)) if release.version == version => {
                 apply_change(release);
