@@ -1,6 +1,7 @@
 //! Guarded rollback (issue 26, `spec.install.rollback.mode: OnFailure`): an upgrade whose
 //! Deployment never becomes Available returns to the release it replaced once its progress
-//! deadline passes, and the failed bundle is not retried until the spec changes; when the new
+//! deadline passes, and the failed bundle is not retried until the spec changes; so does an
+//! upgrade whose apply fails part-way (after its dry run passed); when the new
 //! release's CRD made a new version the storage version, rolling back would strand stored
 //! objects, so the upgrade stays and the status names the CRD.
 
@@ -9,7 +10,8 @@ use std::time::Duration;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use olm_e2e::operator_controller::{BundleSpec, crd, widget_schema};
 use olm_e2e::scenario::{
-    AVAILABLE, DESIRED_STATE, Expect, ExtensionSpec, Message, Package, RETRYING, Scenario,
+    AVAILABLE, DESIRED_STATE, Expect, ExtensionSpec, Message, Package, REFUSED_BY_POLICY, RETRYING,
+    Scenario,
 };
 use serde_json::{Value, json};
 
@@ -227,5 +229,63 @@ async fn a_rollback_that_would_strand_objects_stored_in_a_new_crd_version_is_ref
     let metrics = scenario.controller().metrics().await;
     assert_eq!(metric(&metrics, REFUSED), Some(1.0), "{metrics}");
     assert_eq!(metric(&metrics, ROLLBACKS), Some(0.0), "{metrics}");
+    scenario.finish().await;
+}
+
+/// The API server refuses the real write of one object of 1.2.0 (its dry run passes): the apply
+/// fails part-way, and 1.1.0 is installed again at once.
+#[tokio::test]
+async fn an_upgrade_whose_apply_fails_part_way_is_rolled_back_at_once() {
+    let mut scenario = Scenario::start().await;
+    let catalog = scenario
+        .publish(Package::with_versions(&["1.1.0"]).bundle_with("1.2.0", |b| {
+            b.manifests.push((
+                "refused.yaml".into(),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: refused-on-upgrade\ndata:\n  a: b\n".into(),
+            ));
+        }))
+        .await;
+    let ns = scenario.namespace("applyfails").await;
+    let (v110, v120) = (catalog.bundle("1.1.0"), catalog.bundle("1.2.0"));
+    let ext = scenario
+        .install(
+            ExtensionSpec::new(&catalog, &ns)
+                .version("1.1.0")
+                .rollback_on_failure(10),
+        )
+        .await;
+    let policy = scenario
+        .refuse_real_writes_of_configmap("refused-on-upgrade")
+        .await;
+
+    scenario.set_version(&ext, ">=1.1.0").await;
+    scenario
+        .wait_for(
+            &ext,
+            RETRYING
+                .message(
+                    Message::starts_with(format!(
+                        "upgrade to {} (1.2.0) was rolled back to {} (1.1.0): ",
+                        v120.0, v110.0
+                    ))
+                    .and(Message::contains(REFUSED_BY_POLICY)),
+                )
+                .bundle(v110.clone()),
+        )
+        .await;
+    assert_eq!(
+        scenario.configmap_version(&ext).await.as_deref(),
+        Some("1.1.0")
+    );
+    let records = scenario.release_records(&ext).await;
+    assert_eq!(
+        records
+            .0
+            .iter()
+            .map(|r| (r.version.as_str(), r.status.as_str()))
+            .collect::<Vec<_>>(),
+        vec![("1", "superseded"), ("2", "superseded"), ("3", "deployed")]
+    );
+    scenario.lift(policy).await;
     scenario.finish().await;
 }
