@@ -289,3 +289,48 @@ async fn an_upgrade_whose_apply_fails_part_way_is_rolled_back_at_once() {
     scenario.lift(policy).await;
     scenario.finish().await;
 }
+
+/// `kubectl explain` documents the additions of issue 26, as the API server publishes them.
+#[tokio::test]
+async fn kubectl_explain_documents_approval_and_rollback() {
+    let Some(kubectl) = std::env::var_os("OLM_KUBECTL").filter(|k| !k.is_empty()) else {
+        olm_e2e::skip::skip("kubectl explain: OLM_KUBECTL is not set (make tools builds kubectl)");
+        return;
+    };
+    let env = olm_e2e::shared().await;
+    for (field, documented) in [
+        ("clusterextension.spec.install.rollback.mode", "OnFailure"),
+        (
+            "clusterextension.spec.install.rollback.progressDeadlineMinutes",
+            "how many minutes (1 to 720)",
+        ),
+        (
+            "clusterextension.spec.install.approval.mode",
+            "AutomaticUnlessEscalation",
+        ),
+        (
+            "clusterextension.status.pendingApproval",
+            "waits for approval",
+        ),
+    ] {
+        // The API server publishes a new CRD's OpenAPI a moment after it is established.
+        let text = olm_e2e::eventually::eventually(&format!("kubectl explain {field}"), || async {
+            let output = tokio::process::Command::new(&kubectl)
+                .arg("--kubeconfig")
+                .arg(env.kubeconfig_path())
+                .args(["explain", field])
+                .output()
+                .await
+                .ok()?;
+            output
+                .status
+                .success()
+                .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+        })
+        .await;
+        assert!(
+            text.contains(documented),
+            "kubectl explain {field}:\n{text}"
+        );
+    }
+}
