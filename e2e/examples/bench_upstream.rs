@@ -1069,6 +1069,33 @@ fn lower_is_better(name: &str) -> bool {
     !(name.ends_with("_rps") || name.ends_with("_mb_per_s"))
 }
 
+/// Issue 27's goals, as the ratio ours / upstream of the medians each row must reach: at most
+/// this for lower-is-better rows, at least this for the others.
+const GOALS: &[(&str, f64, &str)] = &[
+    ("p1_ingest_seconds", 0.2, "≥ 5× faster"),
+    ("p1_peak_rss_mib", 0.25, "≤ ¼ RSS"),
+    ("p23_all_cpu_s_per_gb", 0.5, "≤ ½ CPU per GB"),
+    ("p23_all_mb_per_s", 1.0, "no regression"),
+    ("p5_catalogd_rss_mib", 0.25, "≤ ¼ RSS"),
+    ("p5_operator_controller_rss_mib", 0.25, "≤ ¼ RSS"),
+    ("p6_requests_per_extension", 0.25, "≤ ¼ requests"),
+    ("p6_seconds", 0.1, "≥ 10× faster"),
+];
+
+/// The goal column of a row: the goal and whether the median ratio meets it.
+fn goal(name: &str, ratio: Option<f64>) -> String {
+    let Some((_, target, text)) = GOALS.iter().find(|(n, _, _)| *n == name) else {
+        return "–".into();
+    };
+    let verdict = match ratio {
+        None => "not measured",
+        Some(r) if lower_is_better(name) && r <= *target => "met",
+        Some(r) if !lower_is_better(name) && r >= *target => "met",
+        Some(_) => "NOT met",
+    };
+    format!("{text} ({target}): {verdict}")
+}
+
 /// The markdown table of a results file.
 fn report(text: &str) -> String {
     let mut by: BTreeMap<(String, String), BTreeMap<u64, f64>> = BTreeMap::new();
@@ -1088,7 +1115,7 @@ fn report(text: &str) -> String {
     }
     let names: std::collections::BTreeSet<String> = by.keys().map(|(k, _)| k.clone()).collect();
     let mut out = String::from(
-        "| measurement | ours min / median / max | upstream min / median / max | ours / upstream (median; per-round min–max) | rounds |\n|---|---|---|---|---|\n",
+        "| measurement | ours min / median / max | upstream min / median / max | ours / upstream (median; per-round min–max) | goal (issue 27) | rounds |\n|---|---|---|---|---|---|\n",
     );
     let summary = |m: Option<&BTreeMap<u64, f64>>| -> (String, Option<f64>) {
         let Some(m) = m else {
@@ -1136,7 +1163,14 @@ fn report(text: &str) -> String {
             .map(|m| m.len())
             .unwrap_or(0)
             .max(upstream.map(|m| m.len()).unwrap_or(0));
-        out.push_str(&format!("| {name} | {o} | {u} | {ratio} | {rounds} |\n"));
+        let median_ratio = match (om, um) {
+            (Some(a), Some(b)) if b != 0.0 => Some(a / b),
+            _ => None,
+        };
+        let goal = goal(&name, median_ratio);
+        out.push_str(&format!(
+            "| {name} | {o} | {u} | {ratio} | {goal} | {rounds} |\n"
+        ));
     }
     out
 }
@@ -1148,5 +1182,44 @@ fn fmt(x: f64) -> String {
         format!("{x:.2}")
     } else {
         format!("{x:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_says_per_row_whether_the_goal_is_met() {
+        let results = [
+            r#"{"side":"ours","round":1,"results":{"p6_seconds":10.0,"p1_peak_rss_mib":30.0,"p23_all_mb_per_s":1100.0,"p4_x_seconds":1.0}}"#,
+            r#"{"side":"upstream","round":1,"results":{"p6_seconds":140.0,"p1_peak_rss_mib":80.0,"p23_all_mb_per_s":900.0,"p4_x_seconds":9.0}}"#,
+        ]
+        .join("\n");
+        let table = report(&results);
+        let row = |name: &str| {
+            table
+                .lines()
+                .find(|l| l.starts_with(&format!("| {name} |")))
+                .unwrap_or_else(|| panic!("{name} in\n{table}"))
+                .to_owned()
+        };
+        assert!(
+            row("p6_seconds").contains("≥ 10× faster (0.1): met"),
+            "{table}"
+        );
+        assert!(
+            row("p1_peak_rss_mib").contains("≤ ¼ RSS (0.25): NOT met"),
+            "{table}"
+        );
+        assert!(
+            row("p23_all_mb_per_s").contains("no regression (1): met"),
+            "{table}"
+        );
+        assert!(row("p4_x_seconds").contains("| – |"), "{table}");
+        assert_eq!(
+            goal("p5_catalogd_rss_mib", None),
+            "≤ ¼ RSS (0.25): not measured"
+        );
     }
 }

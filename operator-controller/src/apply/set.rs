@@ -94,7 +94,7 @@ impl Applier {
             let changed = took_over
                 || live
                     .as_ref()
-                    .is_none_or(|before| desired_state(before) != desired_state(&applied));
+                    .is_none_or(|before| !same_desired_state(before, &applied));
             outcome.applied.push(AppliedObject {
                 object: step.object.clone(),
                 resource: step.resource.clone(),
@@ -562,20 +562,61 @@ impl Applier {
     }
 }
 
-/// The parts of an object an apply can change: everything but `status` (written by
-/// controllers, possibly between our read and our write) and the bookkeeping metadata
-/// (`resourceVersion`, `managedFields`, `generation`). Equal before and after an apply means
-/// the apply changed nothing.
-fn desired_state(object: &DynamicObject) -> (ObjectMeta, serde_json::Value) {
-    let mut metadata = object.metadata.clone();
-    metadata.resource_version = None;
-    metadata.managed_fields = None;
-    metadata.generation = None;
-    let mut data = object.data.clone();
-    if let Some(map) = data.as_object_mut() {
-        map.remove("status");
+/// Whether an apply left the parts of an object it can change as they were: everything but
+/// `status` (written by controllers, possibly between our read and our write) and the
+/// bookkeeping metadata (`resourceVersion`, `managedFields`, `generation`). Compared in place:
+/// objects such as CRDs can be megabytes, and cloning both sides of every applied object just
+/// to compare them was a copy per object per apply.
+fn same_desired_state(before: &DynamicObject, after: &DynamicObject) -> bool {
+    same_metadata(&before.metadata, &after.metadata) && same_data(&before.data, &after.data)
+}
+
+fn same_metadata(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    // Destructured in full, so a field added to `ObjectMeta` must be placed on one side here.
+    let ObjectMeta {
+        annotations,
+        creation_timestamp,
+        deletion_grace_period_seconds,
+        deletion_timestamp,
+        finalizers,
+        generate_name,
+        generation: _,
+        labels,
+        managed_fields: _,
+        name,
+        namespace,
+        owner_references,
+        resource_version: _,
+        self_link,
+        uid,
+    } = a;
+    *annotations == b.annotations
+        && *creation_timestamp == b.creation_timestamp
+        && *deletion_grace_period_seconds == b.deletion_grace_period_seconds
+        && *deletion_timestamp == b.deletion_timestamp
+        && *finalizers == b.finalizers
+        && *generate_name == b.generate_name
+        && *labels == b.labels
+        && *name == b.name
+        && *namespace == b.namespace
+        && *owner_references == b.owner_references
+        && *self_link == b.self_link
+        && *uid == b.uid
+}
+
+fn same_data(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let fields = |m: &serde_json::Map<String, serde_json::Value>| {
+                m.len() - usize::from(m.contains_key("status"))
+            };
+            fields(a) == fields(b)
+                && a.iter()
+                    .filter(|(k, _)| k.as_str() != "status")
+                    .all(|(k, v)| b.get(k) == Some(v))
+        }
+        _ => a == b,
     }
-    (metadata, data)
 }
 
 /// What the checks before an apply found: the plan, every step's live object (in step
@@ -584,4 +625,53 @@ struct Prepared {
     plan: olm_operator_core::apply_plan::plan::ApplyPlan,
     live: Vec<Option<DynamicObject>>,
     client: Client,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(value: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(value).expect("an object")
+    }
+
+    #[test]
+    fn an_apply_changed_nothing_when_only_status_and_bookkeeping_differ() {
+        let before = object(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "1", "generation": 1,
+                "labels": {"a": "b"}},
+            "spec": {"replicas": 1},
+            "status": {"replicas": 0},
+        }));
+        let same = object(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "2", "generation": 2,
+                "labels": {"a": "b"}, "managedFields": [{"manager": "m"}]},
+            "spec": {"replicas": 1},
+        }));
+        assert!(same_desired_state(&before, &same));
+        assert!(same_desired_state(&same, &before));
+
+        let relabelled = object(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns", "labels": {"a": "c"}},
+            "spec": {"replicas": 1},
+        }));
+        assert!(!same_desired_state(&before, &relabelled));
+        let rescaled = object(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns", "labels": {"a": "b"}},
+            "spec": {"replicas": 2},
+        }));
+        assert!(!same_desired_state(&before, &rescaled));
+        let extra_field = object(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns", "labels": {"a": "b"}},
+            "spec": {"replicas": 1},
+            "extra": true,
+        }));
+        assert!(!same_desired_state(&before, &extra_field));
+        assert!(!same_desired_state(&extra_field, &before));
+    }
 }
