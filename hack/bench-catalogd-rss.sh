@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# catalogd's memory around a burst of `/all` downloads: VmRSS idle, VmHWM and VmRSS right after
+# `wrk -t2 -c64 -d20s` of `/api/v1/all` (plain HTTP, `catalogd serve`), VmRSS 30 s later, the
+# server's CPU seconds over the load and wrk's throughput. Results: docs/PERFORMANCE.md.
+#
+# Usage: hack/bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]
+#   FBC_DIR defaults to the derived community catalog (unpacked once by olm-testdata).
+# Needs: wrk, curl. Listens on 127.0.0.1 only; stops what it started on exit.
+set -euo pipefail
+bin="${1:?usage: bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]}"
+label="${2:-catalogd}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+fbc="${3:-$(cargo run -q --manifest-path "${root}/Cargo.toml" -p olm-testdata -- catalogs/community-operators-prod-derived/catalog)}"
+for tool in wrk curl; do
+  command -v "${tool}" >/dev/null || { echo "needs ${tool} (apt-get install -y wrk curl)" >&2; exit 1; }
+done
+port=$((20000 + RANDOM % 40000))
+log="$(mktemp -t catalogd-rss-XXXXXX.log)"
+"${bin}" serve --dir "${fbc}" --name derived --listen "127.0.0.1:${port}" 2>"${log}" &
+pid=$!
+trap 'kill ${pid} 2>/dev/null; wait ${pid} 2>/dev/null; rm -f "${log}"' EXIT
+url="http://127.0.0.1:${port}/catalogs/derived/api/v1/all"
+for _ in $(seq 300); do curl -fsS -o /dev/null "${url}" 2>/dev/null && break; sleep 0.1; done
+sleep 2
+mib() { awk -v k="$1:" '$1 == k {printf "%.1f", $2 / 1024}' "/proc/${pid}/status"; }
+cpu() { awk '{print ($14 + $15) / 100}' "/proc/${pid}/stat"; }
+idle="$(mib VmRSS)"
+before="$(cpu)"
+out="$(wrk -t2 -c64 -d20s --timeout 60s "${url}")"
+after_cpu="$(cpu)"
+after="$(mib VmRSS)"
+peak="$(mib VmHWM)"
+sleep 30
+later="$(mib VmRSS)"
+mb_per_s="$(echo "${out}" | awk '/Transfer\/sec/ {v = $2; if (v ~ /GB/) {sub("GB", "", v); v *= 1024} else {sub("MB", "", v)} print v}')"
+cpu_s="$(awk -v a="${before}" -v b="${after_cpu}" 'BEGIN {printf "%.2f", b - a}')"
+cpu_per_gb="$(awk -v c="${cpu_s}" -v m="${mb_per_s}" 'BEGIN {printf "%.2f", c / (m * 20 / 1024)}')"
+echo "${label}: RSS idle ${idle} MiB; peak ${peak} MiB; after the load ${after} MiB; 30 s later ${later} MiB; ${mb_per_s} MB/s; ${cpu_s} CPU s (${cpu_per_gb} per GB); load $(cut -d' ' -f1-3 /proc/loadavg)"
