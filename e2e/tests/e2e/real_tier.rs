@@ -1,0 +1,390 @@
+//! The `real` tier (issue 29): the project's images as real Pods on a real kubelet, in a network
+//! namespace of the test's own (`olm_e2e::real_node`).
+//!
+//! One test drives the whole tier, because a Node's mounts, cgroups and namespace do not die
+//! with the test process: it starts the tier, runs each part in turn, tears the tier down and then
+//! asserts nothing of it is left. The parts (each a function below):
+//!
+//! - the release manifest (`make images` output pushed to the tier's registry) installs with
+//!   `hack/install.sh`; both controllers become Available as Pods that the kubelet probed, with the
+//!   manifest's security context as the runtime applied it (user, read-only root, no capabilities);
+//! - catalogd's metrics scraped through its Service over HTTPS with a ServiceAccount token bound to
+//!   `catalogd-metrics-reader`, refused without a token and with a token lacking the role;
+//! - catalogd HA: the leader Pod deleted while a client reads the catalog through the Service.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::api::{Api, ListParams, PostParams};
+use olm_e2e::eventually::{eventually, eventually_explained};
+use olm_e2e::real_node::config::{self as node, POD_CIDR};
+use olm_e2e::real_node::{RealCluster, RealError};
+use olm_e2e::release::image::{self, HOST_CA_BUNDLE, ImageInput};
+use olm_e2e::release::kustomize::parse_objects;
+use olm_e2e::release::manifest::{self, COMPONENTS, Variant};
+use olm_e2e::skip::skip;
+use serde_json::{Value, json};
+
+use crate::support::unique_name;
+
+const NAMESPACE: &str = "olmv1-system";
+const CATALOGD_SERVICE: &str = "catalogd-service";
+const CATALOGD_SERVICE_HOST: &str = "catalogd-service.olmv1-system.svc";
+
+#[test]
+fn real_tier_release_manifest_metrics_and_ha_as_real_pods_then_nothing_left() {
+    let cluster = match RealCluster::create() {
+        Ok(cluster) => cluster,
+        Err(RealError::Unavailable(reason)) => {
+            skip(&format!("the real tier: {reason}"));
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let id = cluster.id().to_owned();
+    let dir = cluster.paths().root().to_path_buf();
+    let outcome = cluster.run(async |c| {
+        let started = std::time::Instant::now();
+        let timings = c.start().await.unwrap_or_else(|e| panic!("{e}"));
+        eprintln!(
+            "real tier {id} ready in {:.1}s: {}",
+            started.elapsed().as_secs_f64(),
+            timings
+                .iter()
+                .map(|(n, d)| format!("{n} {:.1}s", d.as_secs_f64()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let part = std::time::Instant::now();
+        release_manifest_installs_as_real_pods(c).await;
+        eprintln!(
+            "real tier: release manifest {:.1}s",
+            part.elapsed().as_secs_f64()
+        );
+        let part = std::time::Instant::now();
+        metrics_through_the_service_need_a_metrics_reader_token(c).await;
+        eprintln!("real tier: metrics {:.1}s", part.elapsed().as_secs_f64());
+    });
+    if outcome.is_err() || std::env::var_os("OLM_TEST_KEEP").is_some() {
+        eprintln!("real tier: logs kept in {}", cluster.keep_logs().display());
+    }
+    let torn = std::time::Instant::now();
+    let left = cluster.teardown();
+    eprintln!("real tier: teardown {:.1}s", torn.elapsed().as_secs_f64());
+    if let Err(panic) = outcome {
+        eprintln!(
+            "real tier: left after teardown of {}: {left:?}",
+            dir.display()
+        );
+        std::panic::resume_unwind(panic);
+    }
+    assert!(
+        left.is_empty(),
+        "the real tier left something behind after teardown: {left:#?}"
+    );
+}
+
+fn kubectl() -> PathBuf {
+    std::env::var_os("OLM_KUBECTL")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("OLM_KUBECTL is not set (make tools builds kubectl)"))
+}
+
+fn product_input(name: &str) -> ImageInput {
+    let bin_dir = olm_e2e::assets::Assets::products().unwrap_or_else(|e| panic!("{e}"));
+    ImageInput {
+        name: name.to_string(),
+        binary: bin_dir.binary(name).unwrap_or_else(|e| panic!("{e}")),
+        version: "1.2.3-test".to_string(),
+        revision: "0123456789abcdef0123456789abcdef01234567".to_string(),
+        source: "https://example.invalid/olm-rs".to_string(),
+        ca_bundle: Path::new(HOST_CA_BUNDLE)
+            .is_file()
+            .then(|| PathBuf::from(HOST_CA_BUNDLE)),
+        platform: olm_image::Platform::host(),
+        strip_debug: true,
+    }
+}
+
+/// `make images` for the binaries under test, pushed to the tier's registry: component → pinned
+/// reference.
+async fn push_product_images(c: &RealCluster) -> BTreeMap<String, String> {
+    let pusher = c.pusher();
+    let mut out = BTreeMap::new();
+    for name in COMPONENTS {
+        let input = product_input(name);
+        let built = tokio::task::spawn_blocking(move || image::build(&input))
+            .await
+            .unwrap()
+            .unwrap();
+        let repository = c.image(&unique_name(name));
+        let reference = image::push(&pusher, &repository, "v1", &built)
+            .await
+            .unwrap();
+        out.insert(name.to_string(), reference);
+    }
+    out
+}
+
+/// The release manifest for `images`, with the one setting this cluster needs beyond it: the
+/// tier's registry is plain HTTP (`--insecure-registries`, a flag of both controllers).
+fn manifest_for(images: &BTreeMap<String, String>) -> String {
+    let root = olm_e2e::repo_root();
+    let text = manifest::release_manifest(&root, Variant::Standalone, images).unwrap();
+    let mut objects = parse_objects(Path::new("release manifest"), &text).unwrap();
+    for object in objects.iter_mut().filter(|o| o["kind"] == "Deployment") {
+        let args = object["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array_mut()
+            .unwrap();
+        args.push(json!(format!(
+            "--insecure-registries={}",
+            node::registry_host()
+        )));
+    }
+    objects
+        .iter()
+        .map(|o| serde_saphyr::to_string(o).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+async fn run_install(c: &RealCluster, manifest: &str) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), manifest).unwrap();
+    let output = tokio::process::Command::new(olm_e2e::repo_root().join("hack/install.sh"))
+        .arg(file.path())
+        .env("KUBECTL", kubectl())
+        .env("KUBECONFIG", c.kubeconfig_path())
+        .env("OLM_INSTALL_TIMEOUT", "180s")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "hack/install.sh failed:\n{}\n{}\n--- kubelet ---\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        c.log_tail("kubelet", 40)
+    );
+}
+
+async fn pods_of(client: &kube::Client, component: &str) -> Vec<Pod> {
+    Api::<Pod>::namespaced(client.clone(), NAMESPACE)
+        .list(&ListParams::default().labels(&format!("app.kubernetes.io/name={component}")))
+        .await
+        .unwrap()
+        .items
+}
+
+fn in_pod_cidr(ip: &str) -> bool {
+    let prefix = POD_CIDR.rsplit_once('.').unwrap().0;
+    ip.starts_with(&format!("{prefix}."))
+}
+
+/// (a) The release manifest installs and both controllers run as real Pods.
+async fn release_manifest_installs_as_real_pods(c: &RealCluster) {
+    let client = c.client().await;
+    let images = push_product_images(c).await;
+    run_install(c, &manifest_for(&images)).await;
+
+    let deployments = Api::<Deployment>::namespaced(client.clone(), NAMESPACE);
+    for (component, deployment, replicas) in [
+        ("catalogd", "catalogd-controller-manager", 2),
+        (
+            "operator-controller",
+            "operator-controller-controller-manager",
+            1,
+        ),
+    ] {
+        let d = deployments.get(deployment).await.unwrap();
+        let status = d.status.unwrap();
+        assert_eq!(status.available_replicas, Some(replicas), "{deployment}");
+        let pods = pods_of(&client, component).await;
+        let running: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect();
+        assert_eq!(running.len(), replicas as usize, "{component} Pods");
+        for pod in running {
+            let name = pod.metadata.name.as_deref().unwrap();
+            let status = pod.status.as_ref().unwrap();
+            let ip = status.pod_ip.as_deref().unwrap_or_default();
+            assert!(
+                in_pod_cidr(ip),
+                "{name} has address {ip}, not one of {POD_CIDR}"
+            );
+            let container = &status.container_statuses.as_ref().unwrap()[0];
+            // Ready only after the kubelet's readiness probe against /readyz succeeded.
+            assert!(container.ready, "{name}: {container:?}");
+            assert!(!container.image_id.is_empty(), "{name}: no image id");
+            let id = container
+                .container_id
+                .as_deref()
+                .unwrap()
+                .trim_start_matches("containerd://")
+                .to_owned();
+            // What the runtime applied (the OCI spec runc ran): the image's user, a read-only
+            // root, no capabilities, no privilege escalation.
+            let output = c.crictl(&["inspect", &id]).await.unwrap();
+            assert!(output.status.success(), "crictl inspect {id}: {output:?}");
+            let inspect: Value = serde_json::from_slice(&output.stdout).unwrap();
+            let spec = &inspect["info"]["runtimeSpec"];
+            assert_eq!(spec["root"]["readonly"], true, "{name}: {spec}");
+            assert_eq!(spec["process"]["user"]["uid"], 65532, "{name}");
+            assert_eq!(spec["process"]["noNewPrivileges"], true, "{name}");
+            let caps = &spec["process"]["capabilities"];
+            for set in ["bounding", "effective", "permitted"] {
+                assert!(
+                    caps[set].as_array().is_none_or(|a| a.is_empty()),
+                    "{name}: {set} capabilities {caps}"
+                );
+            }
+            assert!(
+                spec["linux"]["seccomp"].is_object(),
+                "{name}: no seccomp profile (RuntimeDefault)"
+            );
+        }
+    }
+    // The certificate install.sh made is the one catalogd serves: the Service answers over
+    // HTTPS for its DNS name (through kube-proxy), verified with the Secret's CA.
+    let ca = catalogd_ca(&client).await;
+    let service_ip = service_ip(&client, CATALOGD_SERVICE).await;
+    let https = https_client(&ca, service_ip, 443);
+    eventually("catalogd's Service to answer over HTTPS", || async {
+        https
+            .get(format!("https://{CATALOGD_SERVICE_HOST}/healthz"))
+            .send()
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+}
+
+async fn catalogd_ca(client: &kube::Client) -> Vec<u8> {
+    let secret = Api::<Secret>::namespaced(client.clone(), NAMESPACE)
+        .get("catalogd-service-cert")
+        .await
+        .unwrap();
+    secret.data.unwrap()["ca.crt"].0.clone()
+}
+
+async fn service_ip(client: &kube::Client, name: &str) -> std::net::IpAddr {
+    let service = Api::<Service>::namespaced(client.clone(), NAMESPACE)
+        .get(name)
+        .await
+        .unwrap();
+    service.spec.unwrap().cluster_ip.unwrap().parse().unwrap()
+}
+
+/// An HTTPS client trusting `ca` that sends `CATALOGD_SERVICE_HOST` to the Service's ClusterIP.
+fn https_client(ca: &[u8], ip: std::net::IpAddr, port: u16) -> reqwest::Client {
+    olm_e2e::install_crypto_provider();
+    reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca).unwrap())
+        .resolve(CATALOGD_SERVICE_HOST, SocketAddr::new(ip, port))
+        .timeout(Duration::from_secs(10))
+        .no_proxy()
+        .build()
+        .unwrap()
+}
+
+async fn service_account_token(client: &kube::Client, namespace: &str, name: &str) -> String {
+    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), namespace);
+    accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: vec![],
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    accounts
+        .create_token_request(name, &PostParams::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token
+}
+
+/// (d) catalogd's metrics through its Service: HTTPS, a token bound to the metrics-reader role
+/// gets them; no token is 401, a token without the role 403.
+async fn metrics_through_the_service_need_a_metrics_reader_token(c: &RealCluster) {
+    let client = c.client().await;
+    let ns = unique_name("metrics");
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let reader = service_account_token(&client, &ns, "scraper").await;
+    let stranger = service_account_token(&client, &ns, "stranger").await;
+    let binding = unique_name("real-metrics-reader");
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": binding},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "catalogd-metrics-reader"},
+                "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}],
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let ca = catalogd_ca(&client).await;
+    let https = https_client(&ca, service_ip(&client, CATALOGD_SERVICE).await, 7443);
+    let url = format!("https://{CATALOGD_SERVICE_HOST}/metrics");
+    // Each replica answers (the Service spreads connections); a few requests reach both.
+    for _ in 0..6 {
+        let response = eventually_explained(
+            "catalogd's metrics through the Service with the reader's token",
+            || c.log_tail("kube-proxy", 10),
+            || async {
+                let response = https.get(&url).bearer_auth(&reader).send().await.ok()?;
+                (response.status() != reqwest::StatusCode::FORBIDDEN).then_some(response)
+            },
+        )
+        .await;
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        let body = response.text().await.unwrap();
+        assert!(body.contains("# TYPE "), "not Prometheus text: {body:.300}");
+        let anonymous = https.get(&url).send().await.unwrap();
+        assert_eq!(anonymous.status(), reqwest::StatusCode::UNAUTHORIZED);
+        let forbidden = https.get(&url).bearer_auth(&stranger).send().await.unwrap();
+        assert_eq!(forbidden.status(), reqwest::StatusCode::FORBIDDEN);
+    }
+    // Plain HTTP on the metrics port is not served.
+    let plain = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
+        .get(format!(
+            "http://{}:7443/metrics",
+            service_ip(&client, CATALOGD_SERVICE).await
+        ))
+        .send()
+        .await;
+    assert!(
+        plain.as_ref().map_or(true, |r| !r.status().is_success()),
+        "catalogd's metrics answered plain HTTP: {plain:?}"
+    );
+}
