@@ -247,6 +247,7 @@ pub struct RealCluster {
     cgroups: Vec<PathBuf>,
     /// `/run/netns` entries before the start (containerd adds one per Pod sandbox there).
     netns_dir_before: Option<BTreeSet<String>>,
+    created_dirs: Vec<PathBuf>,
     processes: Mutex<Vec<Supervised>>,
     pki: OnceLock<Pki>,
 }
@@ -297,6 +298,7 @@ impl RealCluster {
             netns_inode: 0,
             cgroups: Vec::new(),
             netns_dir_before,
+            created_dirs: teardown::missing_fixed_dirs(),
             processes: Mutex::new(Vec::new()),
             pki: OnceLock::new(),
         };
@@ -888,6 +890,7 @@ impl RealCluster {
                 netns_inode: self.netns_inode,
                 netns_dir_before: self.netns_dir_before.clone(),
                 crictl: Some((self.tools.crictl.clone(), self.paths.containerd_socket())),
+                created_dirs: self.created_dirs.clone(),
             },
             processes,
         )

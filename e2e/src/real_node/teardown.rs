@@ -26,6 +26,22 @@ pub struct Instance {
     pub netns_dir_before: Option<BTreeSet<String>>,
     /// crictl and containerd's socket, to remove the Pods through the CRI first.
     pub crictl: Option<(PathBuf, PathBuf)>,
+    /// Directories of fixed paths that did not exist before the instance (containerd and its
+    /// shims make them), removed again when empty.
+    pub created_dirs: Vec<PathBuf>,
+}
+
+/// Fixed directories containerd 1.6 and its runc shims create whatever their configuration says:
+/// Pod sandboxes' network namespaces and the shims' sockets.
+pub const FIXED_DIRS: &[&str] = &["/run/containerd/s", "/run/containerd", POD_NETNS_DIR];
+
+/// The [`FIXED_DIRS`] that do not exist now.
+pub fn missing_fixed_dirs() -> Vec<PathBuf> {
+    FIXED_DIRS
+        .iter()
+        .map(PathBuf::from)
+        .filter(|d| !d.exists())
+        .collect()
 }
 
 impl Instance {
@@ -77,9 +93,9 @@ pub fn teardown(instance: &Instance, mut processes: Vec<Supervised>) -> Vec<Stri
     if instance.root.exists() && mounts_under(instance).is_empty() {
         let _ = std::fs::remove_dir_all(&instance.root);
     }
-    if instance.netns_dir_before.is_none() {
-        // containerd made it; remove it again when it is empty.
-        let _ = std::fs::remove_dir(POD_NETNS_DIR);
+    for dir in &instance.created_dirs {
+        // Only when empty: another containerd may have started using it meanwhile.
+        let _ = std::fs::remove_dir(dir);
     }
     leftovers(instance)
 }
@@ -245,6 +261,11 @@ pub fn leftovers(instance: &Instance) -> Vec<String> {
     if instance.root.exists() {
         out.push(format!("directory {}", instance.root.display()));
     }
+    for dir in &instance.created_dirs {
+        if dir.exists() {
+            out.push(format!("directory {}", dir.display()));
+        }
+    }
     if let Ok(entries) = std::fs::read_dir(POD_NETNS_DIR) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -312,6 +333,7 @@ pub fn remove_stale(base: &Path) -> Vec<String> {
                     .unwrap_or_default(),
             ),
             crictl: None,
+            created_dirs: Vec::new(),
         };
         let left = teardown(&instance, Vec::new());
         removed.push(if left.is_empty() {

@@ -19,15 +19,18 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use olm_api::v1::ClusterCatalog;
 use olm_e2e::eventually::{eventually, eventually_explained};
 use olm_e2e::real_node::config::{self as node, POD_CIDR};
 use olm_e2e::real_node::{RealCluster, RealError};
 use olm_e2e::release::image::{self, HOST_CA_BUNDLE, ImageInput};
 use olm_e2e::release::kustomize::parse_objects;
 use olm_e2e::release::manifest::{self, COMPONENTS, Variant};
+use olm_e2e::scenario::Package;
 use olm_e2e::skip::skip;
 use serde_json::{Value, json};
 
@@ -70,6 +73,12 @@ fn real_tier_release_manifest_metrics_and_ha_as_real_pods_then_nothing_left() {
         let part = std::time::Instant::now();
         metrics_through_the_service_need_a_metrics_reader_token(c).await;
         eprintln!("real tier: metrics {:.1}s", part.elapsed().as_secs_f64());
+        let part = std::time::Instant::now();
+        catalogd_leader_pod_deleted_while_a_client_reads_through_the_service(c).await;
+        eprintln!(
+            "real tier: catalogd HA {:.1}s",
+            part.elapsed().as_secs_f64()
+        );
     });
     if outcome.is_err() || std::env::var_os("OLM_TEST_KEEP").is_some() {
         eprintln!("real tier: logs kept in {}", cluster.keep_logs().display());
@@ -286,14 +295,16 @@ async fn service_ip(client: &kube::Client, name: &str) -> std::net::IpAddr {
 
 /// An HTTPS client trusting `ca` that sends `CATALOGD_SERVICE_HOST` to the Service's ClusterIP.
 fn https_client(ca: &[u8], ip: std::net::IpAddr, port: u16) -> reqwest::Client {
+    https_client_builder(ca, ip, port).build().unwrap()
+}
+
+fn https_client_builder(ca: &[u8], ip: std::net::IpAddr, port: u16) -> reqwest::ClientBuilder {
     olm_e2e::install_crypto_provider();
     reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(ca).unwrap())
         .resolve(CATALOGD_SERVICE_HOST, SocketAddr::new(ip, port))
         .timeout(Duration::from_secs(10))
         .no_proxy()
-        .build()
-        .unwrap()
 }
 
 async fn service_account_token(client: &kube::Client, namespace: &str, name: &str) -> String {
@@ -386,5 +397,172 @@ async fn metrics_through_the_service_need_a_metrics_reader_token(c: &RealCluster
     assert!(
         plain.as_ref().map_or(true, |r| !r.status().is_success()),
         "catalogd's metrics answered plain HTTP: {plain:?}"
+    );
+}
+
+/// Pushes `package`'s catalog (bundle images named, not pushed) and has catalogd serve it; returns
+/// (ClusterCatalog name, base URL).
+async fn serve_catalog(
+    c: &RealCluster,
+    package: &Package,
+    images: &BTreeMap<String, String>,
+) -> (String, String) {
+    let client = c.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    package.write_fbc(dir.path(), images);
+    let reference = c.image(&format!("{}:latest", unique_name("catalog")));
+    c.pusher()
+        .push_catalog_dir(&reference, dir.path())
+        .await
+        .unwrap();
+    let name = unique_name("real");
+    let catalogs = Api::<ClusterCatalog>::all(client.clone());
+    catalogs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "olm.operatorframework.io/v1",
+                "kind": "ClusterCatalog",
+                "metadata": {"name": name},
+                "spec": {"source": {"type": "Image", "image": {"ref": reference}}},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let base = eventually_explained(
+        &format!("ClusterCatalog {name} to be Serving"),
+        || c.log_tail("containerd", 20),
+        || async {
+            let catalog = catalogs.get(&name).await.ok()?;
+            let status = catalog.status?;
+            let serving = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Serving" && c.status.as_str() == "True");
+            serving.then(|| status.urls.map(|u| u.base))?
+        },
+    )
+    .await;
+    (name, base)
+}
+
+/// The Pod holding catalogd's leader Lease.
+async fn catalogd_leader(client: &kube::Client) -> Option<String> {
+    let lease = Api::<Lease>::namespaced(client.clone(), NAMESPACE)
+        .get("catalogd-operator-lock")
+        .await
+        .ok()?;
+    let holder = lease.spec?.holder_identity?;
+    pods_of(client, "catalogd")
+        .await
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .find(|name| holder.starts_with(name.as_str()))
+}
+
+/// (b) catalogd HA: the leader Pod is deleted while a client keeps reading the catalog through
+/// the Service. Every read returns the whole catalog; the other replica takes the Lease; the
+/// Deployment replaces the Pod and the catalog stays Serving.
+async fn catalogd_leader_pod_deleted_while_a_client_reads_through_the_service(c: &RealCluster) {
+    let client = c.client().await;
+    let package = Package::new("real-ha").versions(&["1.0.0", "1.1.0"]);
+    let images: BTreeMap<String, String> = ["1.0.0", "1.1.0"]
+        .iter()
+        .map(|v| (v.to_string(), c.image(&format!("olm-real/ha-bundle:v{v}"))))
+        .collect();
+    let (name, base) = serve_catalog(c, &package, &images).await;
+    let ca = catalogd_ca(&client).await;
+    let https = https_client(&ca, service_ip(&client, CATALOGD_SERVICE).await, 443);
+    let url = format!("{base}/api/v1/all");
+    let expected = https.get(&url).send().await.unwrap().text().await.unwrap();
+    assert!(expected.contains(package.name.as_str()), "{expected:.300}");
+
+    let leader = eventually("catalogd's leader Lease held by one of its Pods", || {
+        catalogd_leader(&client)
+    })
+    .await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // A new connection for every read, so kube-proxy spreads them over both replicas, the
+    // terminating one included.
+    let fresh = https_client_builder(&ca, service_ip(&client, CATALOGD_SERVICE).await, 443)
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let reader = {
+        let (stop, https, url, expected) = (stop.clone(), fresh, url.clone(), expected.clone());
+        tokio::spawn(async move {
+            let (mut ok, mut failures) = (0u32, Vec::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match https.get(&url).send().await {
+                    Ok(r) if r.status().is_success() => match r.text().await {
+                        Ok(body) if body == expected => ok += 1,
+                        Ok(body) => failures.push(format!("different content: {body:.200}")),
+                        Err(e) => failures.push(format!("body: {e}")),
+                    },
+                    Ok(r) => failures.push(format!("status {}", r.status())),
+                    Err(e) => failures.push(format!("request: {e:?}")),
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (ok, failures)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pods = Api::<Pod>::namespaced(client.clone(), NAMESPACE);
+    pods.delete(&leader, &DeleteParams::default())
+        .await
+        .unwrap();
+    let new_leader = eventually("another catalogd Pod to take the leader Lease", || async {
+        catalogd_leader(&client).await.filter(|l| *l != leader)
+    })
+    .await;
+    eventually(
+        "the deleted Pod to be gone and two catalogd Pods Ready again",
+        || async {
+            let pods = pods_of(&client, "catalogd").await;
+            let ready = pods
+                .iter()
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.container_statuses.as_ref())
+                        .is_some_and(|cs| cs.iter().all(|c| c.ready))
+                })
+                .count();
+            (pods.len() == 2
+                && ready == 2
+                && pods
+                    .iter()
+                    .all(|p| p.metadata.name.as_deref() != Some(leader.as_str())))
+            .then_some(())
+        },
+    )
+    .await;
+    // A few more reads with both replicas (the new one too) behind the Service.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failures) = reader.await.unwrap();
+    eprintln!(
+        "real tier: catalogd failover {leader} -> {new_leader}: {ok} reads, {} failed",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "reads through the Service failed during the failover ({ok} succeeded): {failures:#?}"
+    );
+    assert!(ok > 10, "only {ok} reads");
+    let catalog = Api::<ClusterCatalog>::all(client.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    assert!(
+        catalog
+            .status
+            .unwrap()
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Serving" && c.status.as_str() == "True"),
+        "{name} is no longer Serving"
     );
 }
