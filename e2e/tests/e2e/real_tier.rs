@@ -22,15 +22,15 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use olm_api::v1::ClusterCatalog;
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use olm_api::v1::{ClusterCatalog, ClusterExtension};
 use olm_e2e::eventually::{eventually, eventually_explained};
 use olm_e2e::real_node::config::{self as node, POD_CIDR};
 use olm_e2e::real_node::{RealCluster, RealError};
 use olm_e2e::release::image::{self, HOST_CA_BUNDLE, ImageInput};
 use olm_e2e::release::kustomize::parse_objects;
 use olm_e2e::release::manifest::{self, COMPONENTS, Variant};
-use olm_e2e::scenario::Package;
+use olm_e2e::scenario::{ExtensionSpec, ObjectKey, Package, Snapshot};
 use olm_e2e::skip::skip;
 use serde_json::{Value, json};
 
@@ -79,6 +79,12 @@ fn real_tier_release_manifest_metrics_and_ha_as_real_pods_then_nothing_left() {
             "real tier: catalogd HA {:.1}s",
             part.elapsed().as_secs_f64()
         );
+        let part = std::time::Instant::now();
+        olm_upgraded_to_new_images_leaves_an_installed_extension_untouched(c).await;
+        eprintln!(
+            "real tier: OLM self-upgrade {:.1}s",
+            part.elapsed().as_secs_f64()
+        );
     });
     if outcome.is_err() || std::env::var_os("OLM_TEST_KEEP").is_some() {
         eprintln!("real tier: logs kept in {}", cluster.keep_logs().display());
@@ -122,13 +128,14 @@ fn product_input(name: &str) -> ImageInput {
     }
 }
 
-/// `make images` for the binaries under test, pushed to the tier's registry: component → pinned
-/// reference.
-async fn push_product_images(c: &RealCluster) -> BTreeMap<String, String> {
+/// `make images` for the binaries under test at `version`, pushed to the tier's registry:
+/// component → pinned reference.
+async fn push_product_images(c: &RealCluster, version: &str) -> BTreeMap<String, String> {
     let pusher = c.pusher();
     let mut out = BTreeMap::new();
     for name in COMPONENTS {
-        let input = product_input(name);
+        let mut input = product_input(name);
+        input.version = version.to_owned();
         let built = tokio::task::spawn_blocking(move || image::build(&input))
             .await
             .unwrap()
@@ -140,6 +147,27 @@ async fn push_product_images(c: &RealCluster) -> BTreeMap<String, String> {
         out.insert(name.to_string(), reference);
     }
     out
+}
+
+/// The controllers' Pods all run `image` and are Ready, and there are `replicas` of them.
+async fn wait_rolled_out(client: &kube::Client, component: &str, image: &str, replicas: usize) {
+    eventually(
+        &format!("{replicas} Ready {component} Pods running {image}"),
+        || async {
+            let pods = pods_of(client, component).await;
+            let all_new_and_ready = pods.iter().all(|p| {
+                p.spec
+                    .as_ref()
+                    .is_some_and(|s| s.containers[0].image.as_deref() == Some(image))
+                    && p.status
+                        .as_ref()
+                        .and_then(|s| s.container_statuses.as_ref())
+                        .is_some_and(|cs| cs.iter().all(|c| c.ready))
+            });
+            (pods.len() == replicas && all_new_and_ready).then_some(())
+        },
+    )
+    .await;
 }
 
 /// The release manifest for `images`, with the one setting this cluster needs beyond it: the
@@ -200,7 +228,7 @@ fn in_pod_cidr(ip: &str) -> bool {
 /// (a) The release manifest installs and both controllers run as real Pods.
 async fn release_manifest_installs_as_real_pods(c: &RealCluster) {
     let client = c.client().await;
-    let images = push_product_images(c).await;
+    let images = push_product_images(c, "1.2.3-test").await;
     run_install(c, &manifest_for(&images)).await;
 
     let deployments = Api::<Deployment>::namespaced(client.clone(), NAMESPACE);
@@ -564,5 +592,238 @@ async fn catalogd_leader_pod_deleted_while_a_client_reads_through_the_service(c:
             .iter()
             .any(|c| c.type_ == "Serving" && c.status.as_str() == "True"),
         "{name} is no longer Serving"
+    );
+}
+
+/// A bundle whose Deployment runs a real Pod: the tier's sandbox image (a process that waits for
+/// SIGTERM), as the bundle's own user.
+fn runnable_bundle(package: &mut Package) {
+    for row in &mut package.rows {
+        let app = format!("{}-op", row.bundle.package);
+        row.bundle.csv_spec.insert(
+            "install".into(),
+            json!({"strategy": "deployment", "spec": {
+                "clusterPermissions": [{"serviceAccountName": format!("{}-sa", row.bundle.package), "rules": [
+                    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+                ]}],
+                "deployments": [{
+                    "name": row.bundle.deployment_name(),
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": app}},
+                        "template": {
+                            "metadata": {"labels": {"app": app}},
+                            "spec": {
+                                "serviceAccountName": format!("{}-sa", row.bundle.package),
+                                "containers": [{"name": "manager", "image": node::pause_image()}],
+                            },
+                        },
+                    },
+                }],
+            }}),
+        );
+    }
+}
+
+/// Pushes every bundle of `package` to the tier's registry; version → reference.
+async fn push_bundles(c: &RealCluster, package: &Package) -> BTreeMap<String, String> {
+    let repo = c.image(&unique_name("bundles"));
+    let mut images = BTreeMap::new();
+    for row in &package.rows {
+        let dir = tempfile::tempdir().unwrap();
+        row.bundle.write(dir.path());
+        let reference = format!("{repo}:v{}", row.bundle.version);
+        c.pusher()
+            .push_bundle_dir(&reference, dir.path(), &package.name, &["stable"])
+            .await
+            .unwrap();
+        images.insert(row.bundle.version.clone(), reference);
+    }
+    images
+}
+
+async fn create_namespace(client: &kube::Client, prefix: &str) -> String {
+    let name = unique_name(prefix);
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    name
+}
+
+/// The ClusterExtension once `type_` is True for its current generation.
+async fn wait_condition(
+    c: &RealCluster,
+    api: &Api<ClusterExtension>,
+    name: &str,
+    type_: &str,
+) -> ClusterExtension {
+    eventually_explained(
+        &format!("ClusterExtension {name} {type_}=True"),
+        || c.log_tail("kubelet", 10),
+        || async {
+            let ext = api.get(name).await.ok()?;
+            let generation = ext.metadata.generation;
+            let status = ext.status.as_ref()?;
+            status
+                .conditions
+                .iter()
+                .any(|c| {
+                    c.type_ == type_
+                        && c.status.as_str() == "True"
+                        && c.observed_generation == generation
+                })
+                .then_some(ext.clone())
+        },
+    )
+    .await
+}
+
+/// (e) OLM upgraded in place: new images of both controllers rolled out by `hack/install.sh`
+/// while an extension is installed and its workload runs. The extension's status, its installed
+/// objects, its release records and its running Pod are untouched.
+async fn olm_upgraded_to_new_images_leaves_an_installed_extension_untouched(c: &RealCluster) {
+    let client = c.client().await;
+    let mut package = Package::new("real-up").versions(&["1.0.0"]);
+    runnable_bundle(&mut package);
+    let bundles = push_bundles(c, &package).await;
+    let (catalog, _) = serve_catalog(c, &package, &bundles).await;
+    let ns = create_namespace(&client, "real-up").await;
+    let extensions = Api::<ClusterExtension>::all(client.clone());
+    let extension = ExtensionSpec::of_package(&package.name, &catalog, &ns)
+        .create(&extensions, "real")
+        .await
+        .name;
+    wait_condition(c, &extensions, &extension, "Installed").await;
+    let before = wait_condition(c, &extensions, &extension, "Available").await;
+    let deployment_name = package.rows[0].bundle.deployment_name();
+    let workload_pods = |client: kube::Client, ns: String| async move {
+        Api::<Pod>::namespaced(client, &ns)
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+    };
+    let pods_before = workload_pods(client.clone(), ns.clone()).await;
+    assert_eq!(
+        pods_before.len(),
+        1,
+        "the extension's Pods: {pods_before:?}"
+    );
+    let pod_before = &pods_before[0];
+    assert!(
+        pod_before
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|cs| cs[0].ready),
+        "the extension's Pod is not running"
+    );
+    let configmap = Snapshot::of(
+        &client,
+        ObjectKey::namespaced("v1", "ConfigMap", &ns, "test-configmap"),
+    )
+    .await;
+    let deployment = Snapshot::of(
+        &client,
+        ObjectKey::namespaced("apps/v1", "Deployment", &ns, &deployment_name),
+    )
+    .await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
+    // The release records (every Secret of the system namespace but catalogd's certificate).
+    let release_secrets = || async {
+        secrets
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|s| s.metadata.name.as_deref() != Some("catalogd-service-cert"))
+            .map(|s| {
+                (
+                    s.metadata.name.unwrap(),
+                    s.metadata.resource_version.unwrap(),
+                )
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    let records_before = release_secrets().await;
+    assert!(
+        !records_before.is_empty(),
+        "no release record in {NAMESPACE}"
+    );
+
+    // The upgrade: new images (another version label, so other digests) for both controllers.
+    let new_images = push_product_images(c, "1.2.4-test").await;
+    run_install(c, &manifest_for(&new_images)).await;
+    wait_rolled_out(&client, "catalogd", &new_images["catalogd"], 2).await;
+    wait_rolled_out(
+        &client,
+        "operator-controller",
+        &new_images["operator-controller"],
+        1,
+    )
+    .await;
+    // The new operator-controller has reconciled the extension (its log, read through the API
+    // server from the kubelet, names it) before anything is compared.
+    let new_oc = pods_of(&client, "operator-controller").await[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    let pod_api = Api::<Pod>::namespaced(client.clone(), NAMESPACE);
+    eventually(
+        &format!("the new operator-controller {new_oc} to reconcile {extension}"),
+        || async {
+            let log = pod_api.logs(&new_oc, &LogParams::default()).await.ok()?;
+            log.contains(&format!("\"{extension}\"")).then_some(())
+        },
+    )
+    .await;
+    let after = wait_condition(c, &extensions, &extension, "Installed").await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after_settled = extensions.get(&extension).await.unwrap();
+    assert_eq!(
+        after.status, before.status,
+        "the extension's status changed across the upgrade"
+    );
+    assert_eq!(
+        after_settled.status, before.status,
+        "the extension's status changed after the upgrade"
+    );
+    configmap
+        .assert_unchanged_at(
+            &["/metadata/resourceVersion"],
+            "an installed object was written again",
+        )
+        .await;
+    deployment
+        .assert_unchanged_at(
+            &["/metadata/generation", "/spec"],
+            "the extension's Deployment was changed",
+        )
+        .await;
+    let pods_after = workload_pods(client.clone(), ns.clone()).await;
+    assert_eq!(pods_after.len(), 1);
+    assert_eq!(
+        pods_after[0].metadata.uid, pod_before.metadata.uid,
+        "the extension's Pod was replaced"
+    );
+    assert_eq!(
+        pods_after[0]
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .map(|cs| cs[0].restart_count),
+        Some(0),
+        "the extension's container restarted"
+    );
+    assert_eq!(
+        release_secrets().await,
+        records_before,
+        "the release records were written again"
     );
 }
