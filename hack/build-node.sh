@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds what the `real` test tier's node needs beside the Debian packages (containerd, runc, the CNI
 # plugins): kubelet and kube-proxy at the test control plane's Kubernetes version, crictl, a CoreDNS
-# with only the plugins the tier uses, and `pause`, the Pod sandbox's process (a static binary the
-# tier packs into the sandbox image it pushes to its own registry; no public registry is reachable). Everything is compiled from Go modules into a cache
+# with only the plugins the tier uses, `pause`, the Pod sandbox's process (a static binary the
+# tier packs into the sandbox image it pushes to its own registry; no public registry is reachable),
+# and `webhook`, the admission webhook server a test bundle's Pod runs (standard library only). Everything is compiled from Go modules into a cache
 # directory outside the clone, as hack/build-control-plane.sh compiles the control plane (the wrapper
 # Go modules are written into the cache at build time, never committed). Prints the directory holding
 # the binaries on its last line of stdout.
@@ -22,7 +23,7 @@ COREDNS_VERSION=v1.12.4
 
 log() { echo "build-node: $*" >&2; }
 
-wanted=(kubelet kube-proxy crictl coredns pause)
+wanted=(kubelet kube-proxy crictl coredns pause webhook)
 
 if [[ -n "${OLM_NODE_ASSETS:-}" ]]; then
   have_all=true
@@ -38,7 +39,7 @@ CACHE_ROOT="${OLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/olm-rs}"
 OUT="${CACHE_ROOT}/node/${K8S_VERSION}-crictl${CRICTL_VERSION}-coredns${COREDNS_VERSION}"
 BIN="${OUT}/bin"
 STAMP="${OUT}/.complete"
-WANT="k8s=${K8S_VERSION} crictl=${CRICTL_VERSION} coredns=${COREDNS_VERSION} pause=1"
+WANT="k8s=${K8S_VERSION} crictl=${CRICTL_VERSION} coredns=${COREDNS_VERSION} pause=1 webhook=1"
 
 TIMINGS_FILE="${OUT}/build-times"
 # A first guess until this machine records its own: kubelet and kube-proxy after the control plane
@@ -170,6 +171,113 @@ func main() {
 }
 GO
 
+# webhook: HTTPS on :9443 with the certificate the built-in provider mounts, re-read for every
+# handshake (so a rotated certificate is served once the kubelet updates the volume).
+#   /mutate   adds the annotation olm-real/served-by-cert: the SHA-256 of the certificate this
+#             connection was served (proof of which certificate the API server accepted)
+#   /validate refuses an object whose data has the key `forbidden`
+WEBHOOK_WORK="${OUT}/webhook"
+mkdir -p "${WEBHOOK_WORK}"
+printf 'module olm-rs.local/webhook\n\ngo 1.24.0\n' >"${WEBHOOK_WORK}/go.mod"
+cat >"${WEBHOOK_WORK}/main.go" <<'GO'
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+)
+
+const dir = "/tmp/k8s-webhook-server/serving-certs/"
+
+type ctxKey struct{}
+
+var served sync.Map // net.Conn -> fingerprint of the certificate served on it
+
+type review struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Request    *struct {
+		UID    string `json:"uid"`
+		Object struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+			Data map[string]string `json:"data"`
+		} `json:"object"`
+	} `json:"request"`
+	Response map[string]any `json:"response,omitempty"`
+}
+
+func handle(mutate bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in review
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request == nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		resp := map[string]any{"uid": in.Request.UID, "allowed": true}
+		if mutate {
+			fp := ""
+			if c, ok := r.Context().Value(ctxKey{}).(*tls.Conn); ok {
+				if v, ok := served.Load(c.NetConn()); ok {
+					fp = v.(string)
+				}
+			}
+			var patch []map[string]any
+			if in.Request.Object.Metadata.Annotations == nil {
+				patch = append(patch, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{}})
+			}
+			patch = append(patch, map[string]any{"op": "add", "path": "/metadata/annotations/olm-real~1served-by-cert", "value": fp})
+			body, _ := json.Marshal(patch)
+			resp["patchType"] = "JSONPatch"
+			resp["patch"] = body
+		} else if _, ok := in.Request.Object.Data["forbidden"]; ok {
+			resp["allowed"] = false
+			resp["status"] = map[string]any{"code": 403, "message": "olm-real webhook: the key forbidden is not allowed"}
+		}
+		out := review{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview", Response: resp}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	}
+}
+
+func main() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mutate", handle(true))
+	mux.HandleFunc("/validate", handle(false))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	server := &http.Server{
+		Addr:        ":9443",
+		Handler:     mux,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, ctxKey{}, c) },
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateClosed || s == http.StateHijacked {
+				if t, ok := c.(*tls.Conn); ok {
+					served.Delete(t.NetConn())
+				}
+			}
+		},
+		TLSConfig: &tls.Config{GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			cert, err := tls.LoadX509KeyPair(dir+"tls.crt", dir+"tls.key")
+			if err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256(cert.Certificate[0])
+			served.Store(hello.Conn, hex.EncodeToString(sum[:]))
+			return &cert, nil
+		}},
+	}
+	log.Fatal(server.ListenAndServeTLS("", ""))
+}
+GO
+
 log "building kubelet, kube-proxy ${K8S_VERSION}, crictl ${CRICTL_VERSION} and coredns ${COREDNS_VERSION} on ${CORES} cores, with a progress line every ${PROGRESS_EVERY} s"
 resolve_modules "step 1 of 2" "${WORK}" "${CRICTL_WORK}" "${DNS_WORK}"
 
@@ -186,6 +294,7 @@ add_build "${CRICTL_WORK}" "crictl ${CRICTL_VERSION}" "${BIN}/crictl" \
   "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=${CRICTL_VERSION}" sigs.k8s.io/cri-tools/cmd/crictl
 add_build "${DNS_WORK}" "coredns ${COREDNS_VERSION}" "${BIN}/coredns" "-s -w" olm-rs.local/coredns
 add_build "${PAUSE_WORK}" "pause" "${BIN}/pause" "-s -w" olm-rs.local/pause
+add_build "${WEBHOOK_WORK}" "webhook" "${BIN}/webhook" "-s -w" olm-rs.local/webhook
 run_builds "step 2 of 2, compiling the node's binaries"
 record_timings
 

@@ -213,7 +213,8 @@ pub fn cni_conflist(paths: &Paths) -> String {
 }
 
 /// kubelet: cgroupfs under its own root cgroup (cgroup v1 allowed), containerd's socket, every
-/// directory in the scratch directory, DNS at CoreDNS on the node address, eviction effectively
+/// directory in the scratch directory, DNS at CoreDNS on the node address, Pods synced (and
+/// mounted Secrets refreshed) every 3 s rather than every minute, eviction effectively
 /// off (a shared build machine's disk must not evict the tier's Pods), webhook authentication and
 /// authorization against the API server.
 pub fn kubelet(paths: &Paths, cgroup_root: &str, ca_file: &Path) -> String {
@@ -237,6 +238,7 @@ clusterDNS: [{NODE_IP}]
 resolvConf: {resolv}
 podLogsDir: {pod_logs}
 localStorageCapacityIsolation: false
+syncFrequency: 3s
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
