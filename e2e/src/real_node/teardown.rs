@@ -31,9 +31,20 @@ pub struct Instance {
     pub created_dirs: Vec<PathBuf>,
 }
 
-/// Fixed directories containerd 1.6 and its runc shims create whatever their configuration says:
-/// Pod sandboxes' network namespaces and the shims' sockets.
-pub const FIXED_DIRS: &[&str] = &["/run/containerd/s", "/run/containerd", POD_NETNS_DIR];
+/// Fixed directories the node's components create whatever their configuration says, children
+/// before parents: containerd 1.6's Pod sandbox network namespaces, its shims' sockets and its
+/// CNI result cache; the kubelet's device-plugin socket directory and its `/var/log/containers`
+/// links. Each is emptied by the teardown of the Pods and components that use it.
+pub const FIXED_DIRS: &[&str] = &[
+    "/run/containerd/s",
+    "/run/containerd",
+    POD_NETNS_DIR,
+    "/var/lib/cni/results",
+    "/var/lib/cni",
+    "/var/lib/kubelet/device-plugins",
+    "/var/lib/kubelet",
+    "/var/log/containers",
+];
 
 /// The [`FIXED_DIRS`] that do not exist now.
 pub fn missing_fixed_dirs() -> Vec<PathBuf> {

@@ -3,14 +3,17 @@
 //!
 //! One test drives the whole tier, because a Node's mounts, cgroups and namespace do not die
 //! with the test process: it starts the tier, runs each part in turn, tears the tier down and then
-//! asserts nothing of it is left. The parts (each a function below):
+//! asserts nothing of it is left. The parts (each a function below; docs/TESTING.md has the table):
 //!
-//! - the release manifest (`make images` output pushed to the tier's registry) installs with
-//!   `hack/install.sh`; both controllers become Available as Pods that the kubelet probed, with the
-//!   manifest's security context as the runtime applied it (user, read-only root, no capabilities);
-//! - catalogd's metrics scraped through its Service over HTTPS with a ServiceAccount token bound to
-//!   `catalogd-metrics-reader`, refused without a token and with a token lacking the role;
-//! - catalogd HA: the leader Pod deleted while a client reads the catalog through the Service.
+//! - release: the release manifest (`make images` output pushed to the tier's registry) installs
+//!   with `hack/install.sh`; both controllers become Available as Pods that the kubelet probed,
+//!   with the manifest's security context as the runtime applied it;
+//! - metrics: catalogd's metrics scraped through its Service over HTTPS with a ServiceAccount token
+//!   bound to `catalogd-metrics-reader`, refused without a token and with a token lacking the role;
+//! - ha: catalogd's leader Pod deleted while a client reads the catalog through the Service;
+//! - webhooks: a bundle's validating and mutating webhooks served by its own Pod, called by the API
+//!   server, across a rotation of the built-in provider's certificate;
+//! - upgrade: OLM's own images replaced under an installed extension, which stays untouched.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -41,7 +44,7 @@ const CATALOGD_SERVICE: &str = "catalogd-service";
 const CATALOGD_SERVICE_HOST: &str = "catalogd-service.olmv1-system.svc";
 
 #[test]
-fn real_tier_release_manifest_metrics_and_ha_as_real_pods_then_nothing_left() {
+fn real_tier_release_metrics_ha_webhooks_upgrade_as_real_pods_then_nothing_left() {
     let cluster = match RealCluster::create() {
         Ok(cluster) => cluster,
         Err(RealError::Unavailable(reason)) => {
@@ -976,14 +979,14 @@ async fn bundle_webhooks_served_by_its_pod_are_called_by_the_api_server_across_a
     };
     let first_cert = current_cert().await;
     // The Deployment is Available once its Pod is Ready; the Service's endpoints reach kube-proxy's
-    // rules a moment later (until then the Service refuses connections).
+    // rules a moment later (until then connections to the Service are refused or unroutable).
     let start = std::time::Instant::now();
     let mutated = loop {
         match create(json!({"a": "b"})).await {
             Ok(object) => break object,
             Err(e)
                 if start.elapsed() < Duration::from_secs(60)
-                    && e.to_string().contains("connection refused") =>
+                    && e.to_string().contains("failed to call webhook") =>
             {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
