@@ -298,7 +298,7 @@ impl RealCluster {
             netns_inode: 0,
             cgroups: Vec::new(),
             netns_dir_before,
-            created_dirs: teardown::missing_fixed_dirs(),
+            created_dirs: teardown::missing_fixed_paths(),
             processes: Mutex::new(Vec::new()),
             pki: OnceLock::new(),
         };

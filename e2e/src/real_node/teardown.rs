@@ -26,8 +26,8 @@ pub struct Instance {
     pub netns_dir_before: Option<BTreeSet<String>>,
     /// crictl and containerd's socket, to remove the Pods through the CRI first.
     pub crictl: Option<(PathBuf, PathBuf)>,
-    /// Directories of fixed paths that did not exist before the instance (containerd and its
-    /// shims make them), removed again when empty.
+    /// Fixed paths ([`FIXED_FILES`], [`FIXED_DIRS`]) that did not exist before the instance:
+    /// files are removed, directories removed again when empty.
     pub created_dirs: Vec<PathBuf>,
 }
 
@@ -46,12 +46,30 @@ pub const FIXED_DIRS: &[&str] = &[
     "/var/log/containers",
 ];
 
-/// The [`FIXED_DIRS`] that do not exist now.
-pub fn missing_fixed_dirs() -> Vec<PathBuf> {
-    FIXED_DIRS
+/// Fixed files the kubelet creates and leaves behind: its device-plugin socket.
+pub const FIXED_FILES: &[&str] = &["/var/lib/kubelet/device-plugins/kubelet.sock"];
+/// Where the kubelet links each container's log (into the instance's Pod-log directory).
+pub const CONTAINER_LOG_LINKS: &str = "/var/log/containers";
+
+/// The [`FIXED_FILES`] and [`FIXED_DIRS`] that do not exist now (files first).
+pub fn missing_fixed_paths() -> Vec<PathBuf> {
+    FIXED_FILES
         .iter()
+        .chain(FIXED_DIRS)
         .map(PathBuf::from)
-        .filter(|d| !d.exists())
+        .filter(|d| std::fs::symlink_metadata(d).is_err())
+        .collect()
+}
+
+/// Links in [`CONTAINER_LOG_LINKS`] that point into the instance's directory.
+fn container_log_links(instance: &Instance) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(CONTAINER_LOG_LINKS) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| std::fs::read_link(p).is_ok_and(|t| t.starts_with(&instance.root)))
         .collect()
 }
 
@@ -104,9 +122,16 @@ pub fn teardown(instance: &Instance, mut processes: Vec<Supervised>) -> Vec<Stri
     if instance.root.exists() && mounts_under(instance).is_empty() {
         let _ = std::fs::remove_dir_all(&instance.root);
     }
-    for dir in &instance.created_dirs {
-        // Only when empty: another containerd may have started using it meanwhile.
-        let _ = std::fs::remove_dir(dir);
+    for link in container_log_links(instance) {
+        let _ = std::fs::remove_file(link);
+    }
+    for path in &instance.created_dirs {
+        if FIXED_FILES.iter().any(|f| Path::new(f) == path) {
+            let _ = std::fs::remove_file(path);
+        } else {
+            // Only when empty: another node may have started using it meanwhile.
+            let _ = std::fs::remove_dir(path);
+        }
     }
     leftovers(instance)
 }
@@ -272,10 +297,13 @@ pub fn leftovers(instance: &Instance) -> Vec<String> {
     if instance.root.exists() {
         out.push(format!("directory {}", instance.root.display()));
     }
-    for dir in &instance.created_dirs {
-        if dir.exists() {
-            out.push(format!("directory {}", dir.display()));
+    for path in &instance.created_dirs {
+        if std::fs::symlink_metadata(path).is_ok() {
+            out.push(format!("{} (created by the instance)", path.display()));
         }
+    }
+    for link in container_log_links(instance) {
+        out.push(format!("container log link {}", link.display()));
     }
     if let Ok(entries) = std::fs::read_dir(POD_NETNS_DIR) {
         for e in entries.flatten() {
