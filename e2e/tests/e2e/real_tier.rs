@@ -93,6 +93,7 @@ fn real_tier_release_metrics_ha_webhooks_upgrade_as_real_pods_then_nothing_left(
                 .await;
             eprintln!("real tier: webhooks {:.1}s", part.elapsed().as_secs_f64());
         }
+        every_socket_of_the_tier_stays_in_its_namespace_ranges(c);
         if wanted("upgrade") {
             let part = std::time::Instant::now();
             olm_upgraded_to_new_images_leaves_an_installed_extension_untouched(c).await;
@@ -1070,4 +1071,52 @@ async fn bundle_webhooks_served_by_its_pod_are_called_by_the_api_server_across_a
         seen.len()
     );
     assert_ne!(served_new, first_cert);
+}
+
+/// Whether `ip` is one of the tier's own ranges: loopback, the node's network, Pods, Services, or
+/// unspecified (a listener, or a socket not connected).
+fn in_tier_ranges(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            v4.is_loopback()
+                || v4.is_unspecified()
+                || (a, b, c) == (10, 200, 0)
+                || (a, b, c) == (10, 244, 0)
+                || (a, b) == (10, 96)
+        }
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| in_tier_ranges(IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// Every socket of every component of the tier (read from `/proc/PID/net`, which shows the
+/// namespace the process is in) is on an address of the tier's own ranges.
+fn every_socket_of_the_tier_stays_in_its_namespace_ranges(c: &RealCluster) {
+    let mut violations = Vec::new();
+    let components = c.component_pids();
+    assert!(components.len() >= 9, "components: {components:?}");
+    let mut seen = 0;
+    for (name, pid) in components {
+        let sockets = olm_e2e::sockets::of_process(pid)
+            .unwrap_or_else(|e| panic!("the sockets of {name} (pid {pid}): {e}"));
+        seen += sockets.len();
+        for socket in sockets {
+            if !in_tier_ranges(socket.local.ip()) || !in_tier_ranges(socket.remote.ip()) {
+                violations.push(format!("{name} (pid {pid}): {socket:?}"));
+            }
+        }
+    }
+    assert!(seen > 20, "only {seen} sockets found");
+    assert!(
+        violations.is_empty(),
+        "sockets outside the tier's ranges:\n{}",
+        violations.join("\n")
+    );
 }
