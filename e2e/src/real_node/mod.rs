@@ -48,7 +48,7 @@ use crate::control_plane::kubeconfig::{self, Credential};
 use crate::process::{Spec, Supervised};
 use config::{NODE_IP, Paths};
 
-/// Environment variable naming the directory with kubelet, kube-proxy, crictl, coredns and pause
+/// Environment variable naming the directory with kubelet, kube-proxy, crictl, coredns, pause and webhook
 /// (written to tools.env by `hack/ensure-tools.sh`).
 pub const NODE_ASSETS_ENV: &str = "OLM_NODE_ASSETS";
 /// Prefix of every name the tier gives: scratch directory, cgroup, namespace file.
@@ -91,6 +91,8 @@ pub struct Tools {
     pub crictl: PathBuf,
     pub coredns: PathBuf,
     pub pause: PathBuf,
+    /// The admission webhook server a test bundle's Pod runs.
+    pub webhook: PathBuf,
     pub registry: PathBuf,
     pub containerd: PathBuf,
     pub runc: PathBuf,
@@ -157,6 +159,7 @@ impl Tools {
         let crictl = node_binary("crictl");
         let coredns = node_binary("coredns");
         let pause = node_binary("pause");
+        let webhook = node_binary("webhook");
         let plane = Assets::control_plane().map_err(|e| RealError::Unavailable(e.to_string()))?;
         let mut plane_binary = |name: &str| {
             plane.binary(name).unwrap_or_else(|e| {
@@ -194,6 +197,7 @@ impl Tools {
             crictl,
             coredns,
             pause,
+            webhook,
             registry,
             containerd,
             runc,

@@ -852,8 +852,7 @@ async fn olm_upgraded_to_new_images_leaves_an_installed_extension_untouched(c: &
 
 /// The webhook server's image (`hack/build-node.sh`), pushed to the tier's registry.
 async fn push_webhook_image(c: &RealCluster) -> String {
-    let binary =
-        Path::new(&std::env::var_os(olm_e2e::real_node::NODE_ASSETS_ENV).unwrap()).join("webhook");
+    let binary = c.tools().webhook.clone();
     let input = ImageInput {
         name: "webhook".into(),
         binary,
