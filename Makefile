@@ -12,7 +12,7 @@ BIN_DIR := $(CARGO_TARGET_DIR)/debug
 # kube-scheduler and kwok too; the tests need it) or apiserver (etcd and kube-apiserver only).
 TIER ?= full
 
-.PHONY: all build test test-netns lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench bench-extensions bench-upstream clean help fuzz fuzz-build images release-manifest deploy
+.PHONY: all build test test-netns test-real lint fmt fmt-check clippy manifests manifests-check unit e2e tools run bench bench-extensions bench-upstream clean help fuzz fuzz-build images release-manifest deploy
 
 all: build
 
@@ -21,6 +21,7 @@ help:
 	@echo "                (TIER=apiserver: etcd and kube-apiserver only, quicker to build the first time)"
 	@echo "make test       formatting, lints, CRD drift, unit, conformance and end-to-end tests"
 	@echo "make e2e        only the end-to-end tests (real control plane and registry on loopback)"
+	@echo "make test-real  only the real tier: the product images as Pods on a real kubelet (root)"
 	@echo "make test-netns make test, failing unless tests run in a network namespace with only loopback"
 	@echo "make manifests  regenerate config/crd and config/openshift from the Rust types"
 	@echo "make bench      benchmarks (see docs/PERFORMANCE.md)"
@@ -73,6 +74,11 @@ test-netns:
 e2e: tools build
 	cargo test -p olm-e2e --test e2e --no-run --quiet
 	source $(TOOLS_ENV) && OLM_BIN_DIR=$(BIN_DIR) hack/netns-run.sh cargo test -p olm-e2e --test e2e --offline
+
+# The `real` tier alone (root): the product images as Pods on a real kubelet (docs/TESTING.md).
+test-real: tools build
+	cargo test -p olm-e2e --test e2e --no-run --quiet
+	source $(TOOLS_ENV) && OLM_BIN_DIR=$(BIN_DIR) OLM_REQUIRE_ALL=1 hack/netns-run.sh cargo test -p olm-e2e --test e2e --offline -- real_ --nocapture
 
 unit:
 	cargo test --workspace --lib --bins

@@ -14,6 +14,10 @@
 #   OLM_REQUIRE_ALL=1 (make test) a kubectl that cannot be had is an error, not a warning. One on
 #   PATH more than one minor version away from the control plane is left alone: `make run` warns
 #   about it once and offers the built one.
+# - kubelet, kube-proxy, crictl, CoreDNS and the sandbox's pause for the `real` test tier: built from
+#   Go modules (hack/build-node.sh), or taken from OLM_NODE_ASSETS. The tier also needs Debian's
+#   containerd, runc and containernetworking-plugins (.ci/run installs them) and root. With
+#   OLM_REQUIRE_ALL=1 a failed build is an error; otherwise a warning (the tier's test then skips).
 set -euo pipefail
 tier="${OLM_TIER:-full}"
 out=""
@@ -46,6 +50,15 @@ else
     kubectl=""
   }
 fi
+
+node="$("${here}/build-node.sh" | tail -n 1)" || {
+  if [[ -n "${OLM_REQUIRE_ALL:-}" && "${OLM_REQUIRE_ALL}" != 0 ]]; then
+    log "error: could not build the real tier's node binaries (see above), and OLM_REQUIRE_ALL is set"
+    exit 1
+  fi
+  log "warning: could not build the real tier's node binaries (see above); its test will be skipped"
+  node=""
+}
 
 registry="${OLM_REGISTRY_BIN:-}"
 if [[ -z "${registry}" ]]; then
@@ -84,5 +97,6 @@ cat > "${out}" <<ENV
 export OLM_TEST_ASSETS='${assets}'
 export OLM_REGISTRY_BIN='${registry}'
 export OLM_KUBECTL='${kubectl}'
+export OLM_NODE_ASSETS='${node}'
 ENV
-log "control plane: ${assets}; registry: ${registry}; kubectl: ${kubectl}"
+log "control plane: ${assets}; registry: ${registry}; kubectl: ${kubectl}; node: ${node}"

@@ -14,6 +14,8 @@
 //!   hand, which watches its components.
 //! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
 //! - [`skip`]: skipping part of a test on a partial machine, a failure under `make test`.
+//! - [`real_node`]: the `real` tier, one real Node (containerd, kubelet, kube-proxy, CoreDNS) and
+//!   its control plane in a network namespace of their own, so the product images run as Pods.
 //! - [`stalling_proxy`]: a TCP proxy that forwards until told to stall after response headers.
 
 pub mod assets;
@@ -28,6 +30,7 @@ pub mod metrics;
 pub mod operator_controller;
 pub mod pod_sandbox;
 pub mod process;
+pub mod real_node;
 pub mod registry;
 pub mod release;
 pub mod scenario;

@@ -31,6 +31,7 @@ mod loopback;
 mod olm_upgrade;
 mod openshift;
 mod preview;
+mod real_tier;
 mod registry_mirrors;
 mod release_images;
 mod release_manifest;
