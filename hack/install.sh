@@ -5,12 +5,13 @@
 #
 #   hack/install.sh MANIFEST        (make deploy MANIFEST=... runs this)
 #
-# The standalone manifest needs catalogd's serving certificate, the Secret
-# olmv1-system/catalogd-service-cert (tls.crt, tls.key, ca.crt). When it does not exist, this
-# script makes one with openssl: a self-signed CA and a certificate for the catalogd Service, valid
-# ten years. An existing Secret is kept, so re-running the script (an upgrade) changes no
-# certificate. The cert-manager manifest needs cert-manager installed first; cert-manager then
-# issues the Secret.
+# The standalone manifest needs two serving certificates: catalogd's, the Secret
+# olmv1-system/catalogd-service-cert, and operator-controller's for its metrics, the Secret
+# olmv1-system/operator-controller-cert (each tls.crt, tls.key, ca.crt). When one does not exist,
+# this script makes it with openssl: a self-signed CA and a certificate for that component's
+# Service, valid ten years. An existing Secret is kept, so re-running the script (an upgrade)
+# changes no certificate. The cert-manager manifest needs cert-manager installed first; cert-manager
+# then issues both Secrets.
 #
 # Environment: KUBECTL (default kubectl), OLM_INSTALL_TIMEOUT (default 300s, per wait).
 set -euo pipefail
@@ -19,8 +20,6 @@ manifest="${1:?usage: install.sh MANIFEST}"
 kubectl="${KUBECTL:-kubectl}"
 timeout="${OLM_INSTALL_TIMEOUT:-300s}"
 namespace=olmv1-system
-secret=catalogd-service-cert
-service=catalogd-service
 
 log() { echo "install: $*" >&2; }
 
@@ -40,11 +39,15 @@ fi
 log "applying ${manifest}"
 "${kubectl}" apply --server-side --force-conflicts --field-manager=olm-install -f "${manifest}"
 
-if [[ "${cert_manager}" == false ]] && ! "${kubectl}" -n "${namespace}" get secret "${secret}" >/dev/null 2>&1; then
-  command -v openssl >/dev/null || { log "openssl is needed to make catalogd's certificate"; exit 1; }
+# make_certificate SECRET SERVICE: a self-signed CA and a serving certificate for SERVICE, stored
+# as SECRET, unless SECRET exists.
+make_certificate() {
+  local secret="$1" service="$2" tmp
+  "${kubectl}" -n "${namespace}" get secret "${secret}" >/dev/null 2>&1 && return 0
+  command -v openssl >/dev/null || { log "openssl is needed to make ${secret}"; exit 1; }
   log "creating ${namespace}/${secret} (self-signed CA and serving certificate)"
-  tmp="$(mktemp -d)"
-  trap 'rm -rf "${tmp}"' EXIT
+  tmp="${keys}/${secret}"
+  mkdir -m 700 "${tmp}"
   ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
   openssl req -x509 "${ec[@]}" -days 3650 -subj "/CN=olmv1-ca" \
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
@@ -62,6 +65,14 @@ EXT
   "${kubectl}" -n "${namespace}" create secret generic "${secret}" --type=kubernetes.io/tls \
     --from-file=tls.crt="${tmp}/tls.crt" --from-file=tls.key="${tmp}/tls.key" \
     --from-file=ca.crt="${tmp}/ca.crt"
+}
+
+if [[ "${cert_manager}" == false ]]; then
+  # The private keys exist on disk only while this script runs.
+  keys="$(mktemp -d)"
+  trap 'rm -rf "${keys}"' EXIT
+  make_certificate catalogd-service-cert catalogd-service
+  make_certificate operator-controller-cert operator-controller-service
 fi
 
 log "waiting for the CRDs and Deployments"

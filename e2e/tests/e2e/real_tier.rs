@@ -42,6 +42,8 @@ use crate::support::unique_name;
 const NAMESPACE: &str = "olmv1-system";
 const CATALOGD_SERVICE: &str = "catalogd-service";
 const CATALOGD_SERVICE_HOST: &str = "catalogd-service.olmv1-system.svc";
+const OPERATOR_CONTROLLER_SERVICE: &str = "operator-controller-service";
+const OPERATOR_CONTROLLER_SERVICE_HOST: &str = "operator-controller-service.olmv1-system.svc";
 
 #[test]
 fn real_tier_release_metrics_ha_webhooks_upgrade_as_real_pods_then_nothing_left() {
@@ -349,10 +351,20 @@ fn https_client(ca: &[u8], ip: std::net::IpAddr, port: u16) -> reqwest::Client {
 }
 
 fn https_client_builder(ca: &[u8], ip: std::net::IpAddr, port: u16) -> reqwest::ClientBuilder {
+    https_client_builder_for(CATALOGD_SERVICE_HOST, ca, ip, port)
+}
+
+/// As [`https_client_builder`], for the Service whose DNS name is `host`.
+fn https_client_builder_for(
+    host: &str,
+    ca: &[u8],
+    ip: std::net::IpAddr,
+    port: u16,
+) -> reqwest::ClientBuilder {
     olm_e2e::install_crypto_provider();
     reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(ca).unwrap())
-        .resolve(CATALOGD_SERVICE_HOST, SocketAddr::new(ip, port))
+        .resolve(host, SocketAddr::new(ip, port))
         .timeout(Duration::from_secs(10))
         .no_proxy()
 }
@@ -383,8 +395,9 @@ async fn service_account_token(client: &kube::Client, namespace: &str, name: &st
         .token
 }
 
-/// (d) catalogd's metrics through its Service: HTTPS, a token bound to the metrics-reader role
-/// gets them; no token is 401, a token without the role 403.
+/// (d) catalogd's and operator-controller's metrics through their Services: HTTPS, a token bound
+/// to the component's metrics-reader role gets them; no token is 401, a token without the role
+/// 403.
 async fn metrics_through_the_service_need_a_metrics_reader_token(c: &RealCluster) {
     let client = c.client().await;
     let ns = unique_name("metrics");
@@ -432,6 +445,58 @@ async fn metrics_through_the_service_need_a_metrics_reader_token(c: &RealCluster
         let forbidden = https.get(&url).bearer_auth(&stranger).send().await.unwrap();
         assert_eq!(forbidden.status(), reqwest::StatusCode::FORBIDDEN);
     }
+    // operator-controller's metrics, through its Service on 8443 with the certificate
+    // hack/install.sh made, to a token bound to its own metrics-reader role.
+    let oc_binding = unique_name("real-oc-metrics-reader");
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": oc_binding},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "operator-controller-metrics-reader"},
+                "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}],
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let oc_ca = Api::<Secret>::namespaced(client.clone(), NAMESPACE)
+        .get("operator-controller-cert")
+        .await
+        .unwrap()
+        .data
+        .unwrap()["ca.crt"]
+        .0
+        .clone();
+    let oc_https = https_client_builder_for(
+        OPERATOR_CONTROLLER_SERVICE_HOST,
+        &oc_ca,
+        service_ip(&client, OPERATOR_CONTROLLER_SERVICE).await,
+        8443,
+    )
+    .build()
+    .unwrap();
+    let oc_url = format!("https://{OPERATOR_CONTROLLER_SERVICE_HOST}/metrics");
+    let response = eventually_explained(
+        "operator-controller's metrics through the Service with the reader's token",
+        || c.log_tail("kube-proxy", 10),
+        || async {
+            let response = oc_https.get(&oc_url).bearer_auth(&reader).send().await.ok()?;
+            (response.status() != reqwest::StatusCode::FORBIDDEN).then_some(response)
+        },
+    )
+    .await;
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let body = response.text().await.unwrap();
+    assert!(
+        body.contains("operator_controller_"),
+        "not operator-controller's metrics: {body:.300}"
+    );
+    let anonymous = oc_https.get(&oc_url).send().await.unwrap();
+    assert_eq!(anonymous.status(), reqwest::StatusCode::UNAUTHORIZED);
+    let forbidden = oc_https.get(&oc_url).bearer_auth(&stranger).send().await.unwrap();
+    assert_eq!(forbidden.status(), reqwest::StatusCode::FORBIDDEN);
+
     // Plain HTTP on the metrics port is not served.
     let plain = reqwest::Client::builder()
         .no_proxy()
@@ -763,7 +828,12 @@ async fn olm_upgraded_to_new_images_leaves_an_installed_extension_untouched(c: &
             .unwrap()
             .items
             .into_iter()
-            .filter(|s| s.metadata.name.as_deref() != Some("catalogd-service-cert"))
+            .filter(|s| {
+                !matches!(
+                    s.metadata.name.as_deref(),
+                    Some("catalogd-service-cert" | "operator-controller-cert")
+                )
+            })
             .map(|s| {
                 (
                     s.metadata.name.unwrap(),

@@ -257,13 +257,16 @@ async fn the_release_manifest_applies_to_the_control_plane_and_kwok_runs_its_pod
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
             );
-            let secret = Api::<Secret>::namespaced(client.clone(), NAMESPACE)
-                .get("catalogd-service-cert")
-                .await
-                .unwrap();
-            let data = secret.data.unwrap();
-            for key in ["tls.crt", "tls.key", "ca.crt"] {
-                assert!(data.contains_key(key), "the Secret lacks {key}");
+            // catalogd's serving certificate and operator-controller's metrics certificate.
+            for name in ["catalogd-service-cert", "operator-controller-cert"] {
+                let secret = Api::<Secret>::namespaced(client.clone(), NAMESPACE)
+                    .get(name)
+                    .await
+                    .unwrap();
+                let data = secret.data.unwrap();
+                for key in ["tls.crt", "tls.key", "ca.crt"] {
+                    assert!(data.contains_key(key), "the Secret {name} lacks {key}");
+                }
             }
         }
         None => skip("hack/install.sh: OLM_KUBECTL is not set (make tools builds kubectl)"),
