@@ -121,6 +121,17 @@ fn spawner() -> &'static Mutex<mpsc::Sender<Request>> {
     })
 }
 
+/// Starts the spawner thread now, from the calling thread, unless it runs already.
+///
+/// A new thread inherits the network namespace of the thread that creates it. The real tier
+/// moves its own threads into a namespace of its own (`setns`); had one of them created the
+/// spawner, every later child of the whole test binary (the shared control plane's etcd too)
+/// would start in that namespace and die with its teardown. The tier calls this first, from a
+/// thread still in the test process's namespace.
+pub fn start_spawner() {
+    let _ = spawner();
+}
+
 fn spawn_here(spec: &Spec) -> Result<Child, ProcessError> {
     let log_err = |source| ProcessError::Log {
         path: spec.log_path.clone(),

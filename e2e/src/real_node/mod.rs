@@ -280,6 +280,8 @@ impl RealCluster {
     /// Checks the machine and the binaries, removes the remains of dead instances, and makes this
     /// instance's directory, network namespace and cgroups. Starts nothing.
     pub fn create() -> Result<RealCluster, RealError> {
+        // Before any thread enters the tier's namespace: the shared spawner must live outside it.
+        crate::process::start_spawner();
         check_machine()?;
         let tools = Tools::find()?;
         for removed in teardown::remove_stale(&base_dir()) {

@@ -481,7 +481,12 @@ async fn metrics_through_the_service_need_a_metrics_reader_token(c: &RealCluster
         "operator-controller's metrics through the Service with the reader's token",
         || c.log_tail("kube-proxy", 10),
         || async {
-            let response = oc_https.get(&oc_url).bearer_auth(&reader).send().await.ok()?;
+            let response = oc_https
+                .get(&oc_url)
+                .bearer_auth(&reader)
+                .send()
+                .await
+                .ok()?;
             (response.status() != reqwest::StatusCode::FORBIDDEN).then_some(response)
         },
     )
@@ -494,7 +499,12 @@ async fn metrics_through_the_service_need_a_metrics_reader_token(c: &RealCluster
     );
     let anonymous = oc_https.get(&oc_url).send().await.unwrap();
     assert_eq!(anonymous.status(), reqwest::StatusCode::UNAUTHORIZED);
-    let forbidden = oc_https.get(&oc_url).bearer_auth(&stranger).send().await.unwrap();
+    let forbidden = oc_https
+        .get(&oc_url)
+        .bearer_auth(&stranger)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(forbidden.status(), reqwest::StatusCode::FORBIDDEN);
 
     // Plain HTTP on the metrics port is not served.
