@@ -85,6 +85,8 @@ unit:
 
 # The binary `build` made, run as it is: `cargo run -p olm-e2e` would build it again with the
 # features of that one package instead of the workspace's (and overwrite the workspace build).
+# `make run` runs no test: the real tier's node binaries are not built for it.
+run: export OLM_NODE_TOOLS ?= 0
 run: tools build
 	source $(TOOLS_ENV) && OLM_BIN_DIR=$(BIN_DIR) $(BIN_DIR)/olm-dev-env run --tier $(TIER)
 

@@ -18,6 +18,7 @@
 #   Go modules (hack/build-node.sh), or taken from OLM_NODE_ASSETS. The tier also needs Debian's
 #   containerd, runc and containernetworking-plugins (.ci/run installs them) and root. With
 #   OLM_REQUIRE_ALL=1 a failed build is an error; otherwise a warning (the tier's test then skips).
+#   OLM_NODE_TOOLS=0 skips them (`make run` needs none of them).
 set -euo pipefail
 tier="${OLM_TIER:-full}"
 out=""
@@ -51,14 +52,20 @@ else
   }
 fi
 
-node="$("${here}/build-node.sh" | tail -n 1)" || {
-  if [[ -n "${OLM_REQUIRE_ALL:-}" && "${OLM_REQUIRE_ALL}" != 0 ]]; then
-    log "error: could not build the real tier's node binaries (see above), and OLM_REQUIRE_ALL is set"
-    exit 1
-  fi
-  log "warning: could not build the real tier's node binaries (see above); its test will be skipped"
-  node=""
-}
+# OLM_NODE_TOOLS=0 (what `make run` sets: it runs no test) leaves the node binaries out, keeping
+# OLM_NODE_ASSETS as given.
+if [[ "${OLM_NODE_TOOLS:-1}" == 0 ]]; then
+  node="${OLM_NODE_ASSETS:-}"
+else
+  node="$("${here}/build-node.sh" | tail -n 1)" || {
+    if [[ -n "${OLM_REQUIRE_ALL:-}" && "${OLM_REQUIRE_ALL}" != 0 ]]; then
+      log "error: could not build the real tier's node binaries (see above), and OLM_REQUIRE_ALL is set"
+      exit 1
+    fi
+    log "warning: could not build the real tier's node binaries (see above); its test will be skipped"
+    node=""
+  }
+fi
 
 registry="${OLM_REGISTRY_BIN:-}"
 if [[ -z "${registry}" ]]; then
