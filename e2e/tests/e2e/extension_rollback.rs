@@ -15,37 +15,22 @@ use olm_e2e::scenario::{
 };
 use serde_json::{Value, json};
 
+use crate::preview::install_strategy;
+
 const ROLLBACKS: &str = "operator_controller_rollbacks_total";
 const REFUSED: &str = "operator_controller_extensions_rollback_refused";
 
 /// The bundle's Deployment asks for a node label no node has: its pod is never scheduled, so the
 /// Deployment never becomes Available.
 fn unschedulable(bundle: &mut BundleSpec) {
-    let app = format!("{}-op", bundle.package);
-    let sa = format!("{}-sa", bundle.package);
-    bundle.csv_spec.insert(
-        "install".into(),
-        json!({"strategy": "deployment", "spec": {
-            "clusterPermissions": [{"serviceAccountName": sa, "rules": [
-                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
-            ]}],
-            "deployments": [{
-                "name": bundle.deployment_name(),
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": app}},
-                    "template": {
-                        "metadata": {"labels": {"app": app}},
-                        "spec": {
-                            "serviceAccountName": sa,
-                            "nodeSelector": {"e2e.olm.test/never": "true"},
-                            "containers": [{"name": "manager", "image": "example.invalid/e2e/manager:v2"}],
-                        },
-                    },
-                },
-            }],
-        }}),
+    let mut strategy = install_strategy(
+        bundle,
+        "example.invalid/e2e/manager:v2",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]),
     );
+    strategy["spec"]["deployments"][0]["spec"]["template"]["spec"]["nodeSelector"] =
+        json!({"e2e.olm.test/never": "true"});
+    bundle.csv_spec.insert("install".into(), strategy);
 }
 
 /// The bundle's CRD adds version `v2` and makes it the storage version.
@@ -69,6 +54,15 @@ fn rolled_back(failed: &(String, String), to: &(String, String)) -> Expect {
         "; {} is not retried until the ClusterExtension's spec or the resolved bundle changes",
         failed.0
     ))))
+}
+
+/// Revision → status after one rollback: the previous release, the failed upgrade (both
+/// superseded), the previous release deployed again.
+fn rolled_back_history() -> std::collections::BTreeMap<String, String> {
+    [("1", "superseded"), ("2", "superseded"), ("3", "deployed")]
+        .into_iter()
+        .map(|(v, s)| (v.to_owned(), s.to_owned()))
+        .collect()
 }
 
 fn metric(metrics: &str, name: &str) -> Option<f64> {
@@ -135,14 +129,7 @@ async fn an_upgrade_that_never_becomes_available_is_rolled_back_after_its_deadli
     // The history, as Helm and upstream read it: 1.1.0, the failed 1.2.0 superseded, then 1.1.0
     // deployed again.
     let records = scenario.release_records(&ext).await;
-    assert_eq!(
-        records
-            .0
-            .iter()
-            .map(|r| (r.version.as_str(), r.status.as_str()))
-            .collect::<Vec<_>>(),
-        vec![("1", "superseded"), ("2", "superseded"), ("3", "deployed")]
-    );
+    assert_eq!(records.by_revision(), rolled_back_history());
     let metrics = scenario.controller().metrics().await;
     assert_eq!(metric(&metrics, ROLLBACKS), Some(1.0), "{metrics}");
     assert_eq!(metric(&metrics, REFUSED), Some(0.0), "{metrics}");
@@ -278,14 +265,7 @@ async fn an_upgrade_whose_apply_fails_part_way_is_rolled_back_at_once() {
         Some("1.1.0")
     );
     let records = scenario.release_records(&ext).await;
-    assert_eq!(
-        records
-            .0
-            .iter()
-            .map(|r| (r.version.as_str(), r.status.as_str()))
-            .collect::<Vec<_>>(),
-        vec![("1", "superseded"), ("2", "superseded"), ("3", "deployed")]
-    );
+    assert_eq!(records.by_revision(), rolled_back_history());
     scenario.lift(policy).await;
     scenario.finish().await;
 }
