@@ -322,6 +322,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         crate::controller::replicas::Presence::new(
             client.clone(),
             &opts.leader_election_namespace,
+            LEADER_ELECTION_ID,
             &opts.identity,
             crate::controller::replicas::group(opts.label_selector.as_deref()),
             storage.clone(),

@@ -9,15 +9,18 @@
 //! |---|---|
 //! | being deleted | delete local content; the leader removes the finalizer |
 //! | `availabilityMode: Unavailable` | delete local content; leader: status Unavailable, remove finalizer |
+//! | follower, the leader waits for every replica to serve a digest (its replica Lease names it) | unpack that digest unless served here; nothing else |
 //! | nothing served here | unpack |
 //! | spec changed since the last unpack (`generation` ≠ Progressing's `observedGeneration`) | unpack |
-//! | follower, leader resolved another digest than we serve | unpack that digest |
+//! | follower, leader published another digest than we serve | unpack that digest |
 //! | leader, tag reference with `pollIntervalMinutes`, poll due | unpack (resolve the tag; no re-pull if unchanged) |
 //! | otherwise | nothing; requeue at the next poll |
 //!
-//! Followers pull the digest the leader published in `status.resolvedSource` once it describes
-//! the current generation, so every replica serves identical bytes; before that they pull the
-//! spec's reference themselves.
+//! Followers pull the digest the leader serves, so every replica serves identical bytes: while
+//! the leader waits for them, the digest its replica Lease names (`status.resolvedSource` still
+//! names what every replica serves: clients cache content by it); otherwise the digest in
+//! `status.resolvedSource` once it describes the current generation; before that, the spec's
+//! reference.
 
 use std::time::{Duration, SystemTime};
 
@@ -40,6 +43,9 @@ pub struct Local {
     pub served_digest_ref: Option<String>,
     /// When this replica last resolved the catalog's reference successfully.
     pub last_poll: Option<SystemTime>,
+    /// On a follower while the leader waits for every replica: the digest reference the leader
+    /// serves (its replica Lease).
+    pub leader_target: Option<String>,
 }
 
 /// The work a reconcile does.
@@ -76,6 +82,16 @@ pub fn plan(
         .map(|r| r.image.ref_.clone())
         .filter(|_| current_generation);
 
+    if !leader && let Some(target) = &local.leader_target {
+        // The published digest is the one being replaced: never go back to it meanwhile.
+        return if local.served_digest_ref.as_ref() == Some(target) {
+            Plan::UpToDate
+        } else {
+            Plan::Unpack {
+                reference: target.clone(),
+            }
+        };
+    }
     let Some(served) = &local.served_digest_ref else {
         return Plan::Unpack {
             reference: pull_reference(leader, published, spec_ref),
@@ -213,9 +229,11 @@ pub fn serving_status(
 pub const WAITING_FOR_REPLICAS: &str = "; waiting for every replica to serve it";
 
 /// Status after this replica stored `digest_ref` while the replicas in `waiting_for` do not
-/// serve it yet: the resolved source is published (followers pull it), but `Serving` and
-/// `status.urls` stay as they were (content served before is still on every replica), or
-/// `Serving` is False when nothing was served.
+/// serve it yet: only `Progressing` changes. The resolved source, `lastUnpacked`, `Serving` and
+/// `status.urls` stay as they were, because content served before is still on every replica and
+/// clients key their caches by the resolved source (a client reading through the Service must
+/// never get older content under a newer digest); `Serving` is False when nothing was served.
+/// Followers learn `digest_ref` from the leader's replica Lease.
 #[allow(clippy::too_many_arguments)]
 pub fn waiting_status(
     previous: &ClusterCatalogStatus,
@@ -249,6 +267,8 @@ pub fn waiting_status(
         now.clone(),
     );
     status.urls = previous.urls.clone();
+    status.resolved_source = previous.resolved_source.clone();
+    status.last_unpacked = previous.last_unpacked.clone();
     status
         .conditions
         .retain(|c| c.type_ != ConditionType::Serving.as_str());

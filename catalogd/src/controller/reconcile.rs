@@ -158,7 +158,11 @@ pub async fn reconcile(
     catalog: Arc<ClusterCatalog>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
+    // Upstream's controllers log these two lines for every reconcile, naming the object; tools
+    // (upstream's acceptance suite among them) wait for "reconcile ending" in the leader's log.
+    tracing::info!(ClusterCatalog = %catalog.name_any(), "reconcile starting");
     let result = reconcile_catalog(&catalog, &ctx).await;
+    tracing::info!(ClusterCatalog = %catalog.name_any(), "reconcile ending");
     let outcome = match &result {
         Ok(_) => "success",
         Err(e) if e.is_terminal() => "terminal",
@@ -205,11 +209,23 @@ async fn reconcile_catalog(
             source,
         })?
         .map(|s| s.digest().to_string());
+    let publisher = ctx.publisher();
+    // A follower that sees the leader waiting for every replica pulls what the leader serves.
+    let leader_waiting = publisher.is_none()
+        && catalog.status.as_ref().is_some_and(plan::is_waiting)
+        && ctx.replicas.is_some();
+    let leader_target = match (&ctx.replicas, leader_waiting) {
+        (Some(presence), true) => presence.leader_serves(&name).await.unwrap_or_else(|e| {
+            tracing::debug!(catalog = %name, error = %e, "cannot read the leader's replica Lease; trying again");
+            None
+        }),
+        _ => None,
+    };
     let local = Local {
         served_digest_ref: served,
         last_poll: ctx.last_poll(&name),
+        leader_target,
     };
-    let publisher = ctx.publisher();
 
     // Plan.
     let plan = plan::plan(
@@ -262,15 +278,14 @@ async fn reconcile_catalog(
                     let missing = ctx.replicas_missing(&name, digest_ref).await;
                     waiting = !missing.is_empty();
                     if !waiting {
-                        let unpacked_at = previous
-                            .last_unpacked
-                            .as_ref()
-                            .map(|t| {
-                                SystemTime::UNIX_EPOCH
-                                    + Duration::from_secs(
-                                        u64::try_from(t.0.as_second()).unwrap_or(0),
-                                    )
-                            })
+                        // The waiting status kept the previous lastUnpacked: this content's
+                        // time is its store time here.
+                        let unpacked_at = ctx
+                            .storage
+                            .get(&name)
+                            .ok()
+                            .flatten()
+                            .map(|stored| stored.modified())
                             .unwrap_or_else(SystemTime::now);
                         outcome.status = Some(plan::serving_status(
                             &previous,
@@ -287,8 +302,9 @@ async fn reconcile_catalog(
         }
         publisher.publish(&current, &outcome).await?;
     }
-    if waiting {
-        // Followers renew their Leases every few seconds; look again soon.
+    if waiting || (leader_waiting && !matches!(executed, Executed::Failed(_))) {
+        // Followers renew their Leases every few seconds, and the leader renews its own at once
+        // when it stores new content (perhaps after its status said it waits): look again soon.
         return Ok(Action::requeue(Duration::from_secs(2)));
     }
     match executed {

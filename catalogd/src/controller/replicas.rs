@@ -10,8 +10,13 @@
 //! every live replica serves it; a replica that stops renewing (gone, partitioned) stops counting
 //! after [`LEASE_DURATION`]. Listing failures (for example RBAC) fall back to this replica alone.
 //!
-//! Input: the storage of this replica, the leader's questions. Output: Lease writes, [`missing`].
-//! Network: the Kubernetes API (Leases in the system namespace).
+//! While it waits, the leader publishes nothing new: `status.resolvedSource` keeps naming content
+//! every replica serves (clients cache content by it), and only `Progressing` says it waits. The
+//! followers learn the digest to pull from the leader's own replica Lease
+//! ([`Presence::leader_serves`]), found through the leader-election Lease's holder.
+//!
+//! Input: the storage of this replica, the leader's questions. Output: Lease writes, [`missing`],
+//! [`Presence::leader_serves`]. Network: the Kubernetes API (Leases in the system namespace).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -59,6 +64,38 @@ pub fn missing(
         .collect()
 }
 
+/// What a replica Lease says: its holder, the time since its renewal (`Duration::MAX` when it
+/// was never renewed) and the digests it serves.
+fn replica_of(lease: &Lease) -> Replica {
+    let spec = lease.spec.clone().unwrap_or_default();
+    let age = spec
+        .renew_time
+        .as_ref()
+        .and_then(|t| k8s_openapi::jiff::Timestamp::now().since(t.0).ok())
+        .and_then(|span| span.total(k8s_openapi::jiff::Unit::Second).ok())
+        .map(|secs| Duration::from_secs_f64(secs.max(0.0)))
+        .unwrap_or(Duration::MAX);
+    let served = lease
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SERVED_ANNOTATION))
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default();
+    Replica {
+        identity: spec.holder_identity.unwrap_or_default(),
+        age,
+        served,
+    }
+}
+
+/// The digest `leader` serves for `catalog`, when `replica` is the leader's live Lease. Pure.
+pub fn leader_target(replica: &Replica, leader: &str, catalog: &str) -> Option<String> {
+    (replica.identity == leader && replica.age < LEASE_DURATION)
+        .then(|| replica.served.get(catalog).cloned())
+        .flatten()
+}
+
 /// The group of replicas managing the same catalogs: a label value derived from the catalog
 /// label selector (`all` without one).
 pub fn group(label_selector: Option<&str>) -> String {
@@ -87,6 +124,8 @@ pub fn lease_name(identity: &str) -> String {
 /// This replica's presence: its Lease, renewed by [`Presence::run`].
 pub struct Presence {
     api: Api<Lease>,
+    /// The leader-election Lease (in the same namespace), whose holder is the leader.
+    election_lease: String,
     identity: String,
     group: String,
     storage: Storage,
@@ -97,12 +136,14 @@ impl Presence {
     pub fn new(
         client: kube::Client,
         namespace: &str,
+        election_lease: &str,
         identity: &str,
         group: String,
         storage: Storage,
     ) -> Arc<Presence> {
         Arc::new(Presence {
             api: Api::namespaced(client, namespace),
+            election_lease: election_lease.to_owned(),
             identity: identity.to_owned(),
             group,
             storage,
@@ -189,41 +230,40 @@ impl Presence {
             .api
             .list(&ListParams::default().labels(&format!("{GROUP_LABEL}={}", self.group)))
             .await?;
-        let now = k8s_openapi::jiff::Timestamp::now();
         let mut out = Vec::new();
         for lease in leases.items {
-            let Some(spec) = lease.spec.as_ref() else {
+            if lease.spec.is_none() {
                 continue;
-            };
-            let age = spec
-                .renew_time
-                .as_ref()
-                .and_then(|t| now.since(t.0).ok())
-                .and_then(|span| span.total(k8s_openapi::jiff::Unit::Second).ok())
-                .map(|secs| Duration::from_secs_f64(secs.max(0.0)))
-                .unwrap_or(Duration::MAX);
-            let served = lease
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(SERVED_ANNOTATION))
-                .and_then(|s| serde_json::from_str(s).ok())
-                .unwrap_or_default();
-            let identity = spec.holder_identity.clone().unwrap_or_default();
-            if age > FORGET_AFTER
+            }
+            let replica = replica_of(&lease);
+            if replica.age > FORGET_AFTER
                 && let Some(name) = lease.metadata.name.as_deref()
             {
                 // A replica gone for long: its Lease is only clutter.
                 let _ = self.api.delete(name, &Default::default()).await;
                 continue;
             }
-            out.push(Replica {
-                identity,
-                age,
-                served,
-            });
+            out.push(replica);
         }
         Ok(out)
+    }
+
+    /// The digest the current leader serves for `catalog`, as its replica Lease says: what a
+    /// follower pulls while the leader waits for every replica before publishing it. `None` when
+    /// this replica leads, no live leader is known, or the leader serves nothing for `catalog`.
+    pub async fn leader_serves(&self, catalog: &str) -> Result<Option<String>, kube::Error> {
+        let election = self.api.get_opt(&self.election_lease).await?;
+        let Some(holder) = election
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .filter(|h| !h.is_empty() && h != &self.identity)
+        else {
+            return Ok(None);
+        };
+        let Some(lease) = self.api.get_opt(&lease_name(&holder)).await? else {
+            return Ok(None);
+        };
+        Ok(leader_target(&replica_of(&lease), &holder, catalog))
     }
 
     /// The live replicas that do not serve `digest` for `catalog` yet; empty when the Leases
@@ -265,6 +305,24 @@ mod tests {
         ];
         assert_eq!(missing(&replicas, "me", "c", "d1"), ["old", "none"]);
         assert!(missing(&replicas[..2], "me", "c", "d1").is_empty());
+    }
+
+    #[test]
+    fn a_follower_pulls_what_the_live_leader_serves() {
+        let leader = replica("replica-a", 3, &[("c", "r@sha256:2")]);
+        assert_eq!(
+            leader_target(&leader, "replica-a", "c").as_deref(),
+            Some("r@sha256:2")
+        );
+        assert_eq!(leader_target(&leader, "replica-a", "other"), None);
+        // Another replica's Lease, or the leader's gone stale, say nothing.
+        assert_eq!(leader_target(&leader, "replica-b", "c"), None);
+        let stale = replica(
+            "replica-a",
+            LEASE_DURATION.as_secs() + 1,
+            &[("c", "r@sha256:2")],
+        );
+        assert_eq!(leader_target(&stale, "replica-a", "c"), None);
     }
 
     #[test]

@@ -527,6 +527,173 @@ async fn a_catalog_is_reported_served_only_once_every_replica_serves_it() {
     delete_namespace(&client, &ns).await;
 }
 
+/// Found by upstream's acceptance suite on the `real` tier (update.feature:155 with two catalogd
+/// Pods): while the leader waited for the other replica to serve a new digest, the status
+/// already named it, so a client that read the catalog through the Service in that window got
+/// the old content from the other replica and cached it under the new digest. Now the status
+/// names the new digest only once every replica serves it; the follower learns it from the
+/// leader's replica Lease.
+#[tokio::test]
+async fn a_new_digest_is_published_only_once_every_replica_serves_it() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let ns = create_namespace(&client, "catalogd-update").await;
+    let (old_repo, new_repo) = (unique_name("update-old"), unique_name("update-new"));
+    push_catalog(
+        &env.registry,
+        &format!("{old_repo}:v1"),
+        &test_catalog("v1"),
+    )
+    .await
+    .unwrap();
+    push_catalog(
+        &env.registry,
+        &format!("{new_repo}:v1"),
+        &test_catalog("v2"),
+    )
+    .await
+    .unwrap();
+    let instance = unique_name("cd");
+    let leader = Catalogd::start(Options {
+        instance: instance.clone(),
+        leader_election_namespace: Some(&ns),
+        identity: Some("replica-leader"),
+        ..Options::new(&env.registry)
+    })
+    .await;
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), &ns);
+    leader
+        .eventually("the first replica to lead", || async {
+            let lease = leases.get(LEADER_LEASE).await.ok()?;
+            lease
+                .spec?
+                .holder_identity?
+                .starts_with("replica-leader")
+                .then_some(())
+        })
+        .await;
+    // The follower cannot pull the new repository until the test lets it (registries.conf is
+    // read again when its bytes change).
+    let conf = tempfile::NamedTempFile::new().unwrap();
+    let blocking = format!(
+        "[[registry]]\nprefix = \"{host}/{new_repo}\"\nlocation = \"{host}/{new_repo}\"\nblocked = true\n",
+        host = env.registry.host()
+    );
+    std::fs::write(conf.path(), &blocking).unwrap();
+    let follower = Catalogd::start(Options {
+        instance: instance.clone(),
+        leader_election_namespace: Some(&ns),
+        identity: Some("replica-follower"),
+        env: vec![(
+            "CONTAINERS_REGISTRIES_CONF".into(),
+            conf.path().display().to_string(),
+        )],
+        ..Options::new(&env.registry)
+    })
+    .await;
+    leader
+        .eventually("the follower's replica Lease", || async {
+            let list = leases
+                .list(
+                    &kube::api::ListParams::default()
+                        .labels(catalogd::controller::replicas::GROUP_LABEL),
+                )
+                .await
+                .ok()?;
+            (list.items.len() == 2).then_some(())
+        })
+        .await;
+
+    let api = catalogs().await;
+    let name = leader
+        .create_catalog(
+            &api,
+            "update",
+            &env.registry.image(&format!("{old_repo}:v1")),
+            None,
+        )
+        .await;
+    let path = all_path(&name);
+    let (v1, v2) = (
+        expected_jsonl(&test_catalog("v1")),
+        expected_jsonl(&test_catalog("v2")),
+    );
+    let served = leader.wait_serving(&api, &name).await.status.unwrap();
+    let old_digest = served.resolved_source.clone().unwrap().image.ref_;
+    for replica in [&leader, &follower] {
+        replica
+            .eventually("both replicas to serve v1", || async {
+                (replica.get(&path).await.text().await.ok()? == v1).then_some(())
+            })
+            .await;
+    }
+
+    // The update: the leader stores it and waits for the follower, which cannot pull it.
+    let patch = json!({"spec": {"source": {"image": {"ref": env.registry.image(&format!("{new_repo}:v1"))}}}});
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    leader
+        .eventually("the leader to serve v2", || async {
+            (leader.get(&path).await.text().await.ok()? == v2).then_some(())
+        })
+        .await;
+    let waiting = leader
+        .eventually("the status to say it waits for the follower", || async {
+            let status = api.get(&name).await.ok()?.status?;
+            find_condition(&status.conditions, ConditionType::Progressing)?
+                .message
+                .contains("waiting for every replica to serve it")
+                .then_some(status)
+        })
+        .await;
+    for status in [waiting, {
+        // A few renewals later, still the same.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        api.get(&name).await.unwrap().status.unwrap()
+    }] {
+        assert_eq!(
+            status
+                .resolved_source
+                .as_ref()
+                .map(|r| r.image.ref_.as_str()),
+            Some(old_digest.as_str()),
+            "the status names a digest the follower does not serve: {status:?}"
+        );
+        assert_eq!(status.last_unpacked, served.last_unpacked);
+        assert_eq!(status.urls, served.urls);
+        let serving = find_condition(&status.conditions, ConditionType::Serving).unwrap();
+        assert_eq!(serving.status.as_str(), "True", "{serving:?}");
+    }
+    assert_eq!(follower.get(&path).await.text().await.unwrap(), v1);
+
+    // Unblocked, the follower pulls what the leader serves, and only then is it published.
+    std::fs::write(conf.path(), "").unwrap();
+    follower
+        .eventually("the follower to serve v2", || async {
+            (follower.get(&path).await.text().await.ok()? == v2).then_some(())
+        })
+        .await;
+    let published = leader
+        .eventually("the new digest to be published", || async {
+            let status = api.get(&name).await.ok()?.status?;
+            let digest = status.resolved_source.as_ref()?.image.ref_.clone();
+            (digest != old_digest
+                && !status
+                    .conditions
+                    .iter()
+                    .any(|c| c.message.contains("waiting for every replica")))
+            .then_some(digest)
+        })
+        .await;
+    assert!(published.contains(&new_repo), "{published}");
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    leader.wait_deleted(&api, &name).await;
+    drop(follower);
+    delete_namespace(&client, &ns).await;
+}
+
 /// catalogd's RBAC exactly as the release manifest carries it (`config/rbac/catalogd`, rendered
 /// by olm_e2e::release), moved into `namespace` and renamed with `suffix` so parallel runs do not
 /// collide.

@@ -79,6 +79,14 @@ fn real_tier_release_metrics_ha_webhooks_upgrade_as_real_pods_then_nothing_left(
         let part = std::time::Instant::now();
         release_manifest_installs_as_real_pods(c).await;
         eprintln!("real tier: release {:.1}s", part.elapsed().as_secs_f64());
+        if let Some(command) = std::env::var("OLM_REAL_EXEC")
+            .ok()
+            .filter(|c| !c.is_empty())
+        {
+            let part = std::time::Instant::now();
+            a_command_of_the_developer_runs_against_the_installed_release(c, &command).await;
+            eprintln!("real tier: exec {:.1}s", part.elapsed().as_secs_f64());
+        }
         if wanted("metrics") {
             let part = std::time::Instant::now();
             metrics_through_the_service_need_a_metrics_reader_token(c).await;
@@ -233,6 +241,34 @@ async fn run_install(c: &RealCluster, manifest: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr),
         c.log_tail("kubelet", 40)
+    );
+}
+
+/// `OLM_REAL_EXEC`: a shell command run inside the tier's namespace once the release is
+/// installed, for tools that live outside this repository (docs/TESTING.md: upstream's acceptance
+/// suite is run this way). It gets the tier's kubeconfig, registry, containerd `certs.d`
+/// directory and kubectl in its environment; its output goes to the test's, and a non-zero exit
+/// fails the test (the tier is torn down either way).
+async fn a_command_of_the_developer_runs_against_the_installed_release(
+    c: &RealCluster,
+    command: &str,
+) {
+    let status = tokio::process::Command::new(&c.tools().nsenter)
+        .arg(format!("--net={}", c.netns_file().display()))
+        .args(["sh", "-c", command])
+        .env("KUBECONFIG", c.kubeconfig_path())
+        .env("KUBECTL", kubectl())
+        .env("OLM_REAL_REGISTRY", node::registry_host())
+        .env(
+            "OLM_REAL_CONTAINERD_HOSTS",
+            c.paths().containerd_hosts_dir(),
+        )
+        .status()
+        .await
+        .unwrap_or_else(|e| panic!("OLM_REAL_EXEC: cannot run sh: {e}"));
+    assert!(
+        status.success(),
+        "OLM_REAL_EXEC {command:?} failed: {status}"
     );
 }
 

@@ -159,6 +159,42 @@ fn the_release_manifest_pins_every_image_by_digest() {
     );
 }
 
+/// Upstream labels every object of its release manifest but the CRDs, and the Pods its
+/// Deployments make, `app.kubernetes.io/part-of=olm`; tools find OLM by it (upstream's acceptance
+/// suite looks its Deployments up with that selector to read their feature gates).
+#[test]
+fn every_object_but_the_crds_and_every_pod_template_is_labelled_part_of_olm_as_upstreams() {
+    let root = olm_e2e::repo_root();
+    let images: BTreeMap<String, String> = COMPONENTS
+        .iter()
+        .map(|c| (c.to_string(), pinned(c)))
+        .collect();
+    let upstream =
+        std::fs::read_to_string(root.join("testdata/upstream-manifests/standard.yaml")).unwrap();
+    let upstream = parse_objects(Path::new("standard.yaml"), &upstream).unwrap();
+    for objects in VARIANTS
+        .iter()
+        .map(|v| {
+            let text = manifest::release_manifest(&root, *v, &images).unwrap();
+            parse_objects(Path::new("release"), &text).unwrap()
+        })
+        .chain([upstream])
+    {
+        for object in &objects {
+            let key = object_key(object);
+            let labelled = |meta: &Value| meta["labels"]["app.kubernetes.io/part-of"] == "olm";
+            let crd = object["kind"] == "CustomResourceDefinition";
+            assert_eq!(labelled(&object["metadata"]), !crd, "{key}");
+            if object["kind"] == "Deployment" {
+                assert!(
+                    labelled(&object["spec"]["template"]["metadata"]),
+                    "{key}: Pod template"
+                );
+            }
+        }
+    }
+}
+
 /// Server-side apply of one object as `olm-install` (hack/install.sh's field manager).
 pub async fn apply(
     client: &kube::Client,

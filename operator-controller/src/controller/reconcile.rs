@@ -312,6 +312,11 @@ pub async fn reconcile(
         );
     }
     let started = Instant::now();
+    // Upstream's controllers log these two lines for every reconcile, naming the object; tools
+    // (upstream's acceptance suite among them) wait for "reconcile ending" in the leader's log.
+    let name = extension.name_any();
+    tracing::info!(ClusterExtension = %name, "reconcile starting");
+    let _ending = LogOnDrop(name);
     // Every write of a reconcile is the leader's: when this replica stops leading, the reconcile
     // in progress is dropped at its next await, so none of its later writes is sent.
     let mut leader = ctx.leader.clone();
@@ -334,6 +339,16 @@ pub async fn reconcile(
         ctx.backoff.reset(&extension.name_any());
     }
     result
+}
+
+/// Logs upstream's "reconcile ending" for the extension it names when the reconcile returns,
+/// whichever way it returns.
+struct LogOnDrop(String);
+
+impl Drop for LogOnDrop {
+    fn drop(&mut self) {
+        tracing::info!(ClusterExtension = %self.0, "reconcile ending");
+    }
 }
 
 /// Test-only fault hook: `OPERATOR_CONTROLLER_TEST_PANIC_ON_EXTENSION=<name>` makes the reconcile

@@ -49,6 +49,7 @@ fn local(digest: Option<&str>, last_poll: Option<u64>) -> Local {
     Local {
         served_digest_ref: digest.map(str::to_string),
         last_poll: last_poll.map(at),
+        leader_target: None,
     }
 }
 
@@ -358,13 +359,7 @@ fn waiting_for_replicas_keeps_what_was_served_and_withholds_what_was_not() {
         now.clone(),
     );
     assert!(status.urls.is_none());
-    assert_eq!(
-        status
-            .resolved_source
-            .as_ref()
-            .map(|r| r.image.ref_.as_str()),
-        Some("r@sha256:1")
-    );
+    assert!(status.resolved_source.is_none(), "{status:?}");
     let serving = find_condition(&status.conditions, ConditionType::Serving).unwrap();
     assert_eq!(serving.status, ConditionStatus::False);
     assert!(
@@ -399,6 +394,36 @@ fn waiting_for_replicas_keeps_what_was_served_and_withholds_what_was_not() {
     );
     let serving = find_condition(&status.conditions, ConditionType::Serving).unwrap();
     assert_eq!(serving.status, ConditionStatus::True);
+    // What clients key their caches by still names what every replica serves.
+    assert_eq!(status.resolved_source, before.resolved_source);
+    assert_eq!(status.last_unpacked, before.last_unpacked);
     assert!(is_waiting(&status));
     assert!(!is_waiting(&before));
+}
+
+#[test]
+fn a_follower_pulls_the_digest_the_waiting_leader_serves_before_anything_else() {
+    let mut c = catalog("reg.io/cat:latest", Some(5), 1);
+    served(&mut c, DIGEST_A, 1);
+    let mut waiting = local(Some(DIGEST_A), Some(0));
+    waiting.leader_target = Some(DIGEST_B.into());
+    assert_eq!(
+        plan(&c, &waiting, at(1), false, MIN),
+        Plan::Unpack {
+            reference: DIGEST_B.into()
+        }
+    );
+    // Nothing served yet: the leader's digest, not the spec's tag.
+    waiting.served_digest_ref = None;
+    assert_eq!(
+        plan(&c, &waiting, at(1), false, MIN),
+        Plan::Unpack {
+            reference: DIGEST_B.into()
+        }
+    );
+    // Already served here: nothing to do; and the leader itself never follows anyone.
+    waiting.served_digest_ref = Some(DIGEST_B.into());
+    assert_eq!(plan(&c, &waiting, at(1), false, MIN), Plan::UpToDate);
+    waiting.served_digest_ref = Some(DIGEST_A.into());
+    assert_eq!(plan(&c, &waiting, at(1), true, MIN), Plan::UpToDate);
 }
