@@ -3,7 +3,11 @@
 # plugins): kubelet and kube-proxy at the test control plane's Kubernetes version, crictl, a CoreDNS
 # with only the plugins the tier uses, `pause`, the Pod sandbox's process (a static binary the
 # tier packs into the sandbox image it pushes to its own registry; no public registry is reachable),
-# and `webhook`, the admission webhook server a test bundle's Pod runs (standard library only). Everything is compiled from Go modules into a cache
+# `webhook`, the admission webhook server a test bundle's Pod runs (standard library only), and
+# cert-manager's controller and cainjector with its CRDs (for the release manifest's cert-manager
+# variant). cert-manager v1.11.5 is the newest release whose commands live in its main Go module:
+# from v1.12 they are modules of their own (github.com/cert-manager/cert-manager/cmd/controller),
+# which the Go module proxy does not serve. Everything is compiled from Go modules into a cache
 # directory outside the clone, as hack/build-control-plane.sh compiles the control plane (the wrapper
 # Go modules are written into the cache at build time, never committed). Prints the directory holding
 # the binaries on its last line of stdout.
@@ -20,10 +24,11 @@ K8S_VERSION=v1.34.4
 K8S_STAGING_VERSION=v0.34.4
 CRICTL_VERSION=v1.34.0
 COREDNS_VERSION=v1.12.4
+CERT_MANAGER_VERSION=v1.11.5
 
 log() { echo "build-node: $*" >&2; }
 
-wanted=(kubelet kube-proxy crictl coredns pause webhook)
+wanted=(kubelet kube-proxy crictl coredns pause webhook cert-manager-controller cert-manager-cainjector)
 
 if [[ -n "${OLM_NODE_ASSETS:-}" ]]; then
   have_all=true
@@ -39,7 +44,7 @@ CACHE_ROOT="${OLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/olm-rs}"
 OUT="${CACHE_ROOT}/node/${K8S_VERSION}-crictl${CRICTL_VERSION}-coredns${COREDNS_VERSION}"
 BIN="${OUT}/bin"
 STAMP="${OUT}/.complete"
-WANT="k8s=${K8S_VERSION} crictl=${CRICTL_VERSION} coredns=${COREDNS_VERSION} pause=1 webhook=1"
+WANT="k8s=${K8S_VERSION} crictl=${CRICTL_VERSION} coredns=${COREDNS_VERSION} pause=1 webhook=1 cert-manager=${CERT_MANAGER_VERSION}"
 
 TIMINGS_FILE="${OUT}/build-times"
 # Until this machine records its own: the 2-core development machine with an empty Go build cache
@@ -53,6 +58,7 @@ all_built() {
   [[ "$(cat "${STAMP}" 2>/dev/null)" == "${WANT}" ]] || return 1
   local b v
   for b in "${wanted[@]}"; do [[ -x "${BIN}/${b}" ]] || return 1; done
+  [[ -s "${BIN}/cert-manager-crds.yaml" ]] || return 1
   v="$("${BIN}/kubelet" --version 2>/dev/null)" || return 1
   [[ "${v}" == *"Kubernetes ${K8S_VERSION}"* ]]
 }
@@ -279,8 +285,77 @@ func main() {
 }
 GO
 
-log "building kubelet, kube-proxy ${K8S_VERSION}, crictl ${CRICTL_VERSION} and coredns ${COREDNS_VERSION} on ${CORES} cores, with a progress line every ${PROGRESS_EVERY} s"
-resolve_modules "step 1 of 2" "${WORK}" "${CRICTL_WORK}" "${DNS_WORK}"
+# cert-manager: its controller and cainjector, each a main of our own calling the command the
+# release's main package builds (the v1.11 module has no replace directive we could not repeat).
+CM_WORK="${OUT}/cert-manager-wrapper"
+mkdir -p "${CM_WORK}/controller" "${CM_WORK}/cainjector"
+cat >"${CM_WORK}/go.mod" <<MOD
+module olm-rs.local/certmanager
+
+go 1.24.0
+
+require github.com/cert-manager/cert-manager ${CERT_MANAGER_VERSION}
+
+replace github.com/miekg/dns v1.1.41 => github.com/miekg/dns v1.1.34
+MOD
+cat >"${CM_WORK}/controller/main.go" <<'GO'
+package main
+
+import (
+	"flag"
+
+	"github.com/cert-manager/cert-manager/cmd/controller/app"
+	"github.com/cert-manager/cert-manager/cmd/util"
+	logf "github.com/cert-manager/cert-manager/pkg/logs"
+)
+
+func main() {
+	stop, exit := util.SetupExitHandler(util.GracefulShutdown)
+	defer exit()
+	logf.InitLogs(flag.CommandLine)
+	defer logf.FlushLogs()
+	cmd := app.NewCommandStartCertManagerController(stop)
+	cmd.Flags().AddGoFlagSet(flag.CommandLine)
+	_ = flag.CommandLine.Parse([]string{})
+	if err := cmd.Execute(); err != nil {
+		logf.Log.Error(err, "error while executing")
+		util.SetExitCode(err)
+	}
+}
+GO
+cat >"${CM_WORK}/cainjector/main.go" <<'GO'
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+
+	"github.com/cert-manager/cert-manager/cmd/cainjector/app"
+	"github.com/cert-manager/cert-manager/cmd/util"
+	logf "github.com/cert-manager/cert-manager/pkg/logs"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func main() {
+	stop, exit := util.SetupExitHandler(util.GracefulShutdown)
+	defer exit()
+	logf.InitLogs(flag.CommandLine)
+	defer logf.FlushLogs()
+	ctrl.SetLogger(logf.Log)
+	ctx := util.ContextWithStopCh(context.Background(), stop)
+	cmd := app.NewCommandStartInjectorController(ctx, os.Stdout, os.Stderr)
+	cmd.Flags().AddGoFlagSet(flag.CommandLine)
+	_ = flag.CommandLine.Parse([]string{})
+	if err := cmd.Execute(); err != nil {
+		cmd.PrintErrln(err)
+		util.SetExitCode(err)
+	}
+}
+GO
+
+log "building kubelet, kube-proxy ${K8S_VERSION}, crictl ${CRICTL_VERSION}, coredns ${COREDNS_VERSION} and cert-manager ${CERT_MANAGER_VERSION} on ${CORES} cores, with a progress line every ${PROGRESS_EVERY} s"
+resolve_modules "step 1 of 2" "${WORK}" "${CRICTL_WORK}" "${DNS_WORK}" "${CM_WORK}"
 
 minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
 ldflags="-s -w"
@@ -296,7 +371,19 @@ add_build "${CRICTL_WORK}" "crictl ${CRICTL_VERSION}" "${BIN}/crictl" \
 add_build "${DNS_WORK}" "coredns ${COREDNS_VERSION}" "${BIN}/coredns" "-s -w" olm-rs.local/coredns
 add_build "${PAUSE_WORK}" "pause" "${BIN}/pause" "-s -w" olm-rs.local/pause
 add_build "${WEBHOOK_WORK}" "webhook" "${BIN}/webhook" "-s -w" olm-rs.local/webhook
+cm_ldflags="-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=${CERT_MANAGER_VERSION}"
+add_build "${CM_WORK}" "cert-manager controller ${CERT_MANAGER_VERSION}" "${BIN}/cert-manager-controller" \
+  "${cm_ldflags}" olm-rs.local/certmanager/controller
+add_build "${CM_WORK}" "cert-manager cainjector ${CERT_MANAGER_VERSION}" "${BIN}/cert-manager-cainjector" \
+  "${cm_ldflags}" olm-rs.local/certmanager/cainjector
 run_builds "step 2 of 2, compiling the node's binaries"
+
+# cert-manager's CRDs from the module (they carry Helm label templates, dropped here).
+cm_dir="$(cd "${CM_WORK}" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)"
+for f in "${cm_dir}"/deploy/crds/crd-*.yaml; do
+  echo "---"
+  grep -v '{{' "${f}"
+done >"${BIN}/cert-manager-crds.yaml"
 record_timings
 
 mv -f "${WORK}/out/kubelet" "${WORK}/out/kube-proxy" "${BIN}/"

@@ -17,8 +17,10 @@
 //! | [`finalizer`], [`status`] | finalizer add/remove and status writes as JSON patches guarded by `resourceVersion` |
 //! | [`backoff`] | per-object capped exponential backoff with jitter |
 //! | [`pull_secret`] | the global pull secret, watched and turned into registry credentials |
+//! | [`ca_dir`] | certificate authority directories read again while the process runs, so rotated CAs are trusted |
 
 pub mod backoff;
+pub mod ca_dir;
 pub mod client;
 pub mod duration;
 pub mod exit;

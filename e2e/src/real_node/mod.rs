@@ -93,6 +93,10 @@ pub struct Tools {
     pub pause: PathBuf,
     /// The admission webhook server a test bundle's Pod runs.
     pub webhook: PathBuf,
+    /// cert-manager's controller and cainjector, and its CRDs (one YAML stream).
+    pub cert_manager_controller: PathBuf,
+    pub cert_manager_cainjector: PathBuf,
+    pub cert_manager_crds: PathBuf,
     pub registry: PathBuf,
     pub containerd: PathBuf,
     pub runc: PathBuf,
@@ -160,6 +164,15 @@ impl Tools {
         let coredns = node_binary("coredns");
         let pause = node_binary("pause");
         let webhook = node_binary("webhook");
+        let cert_manager_controller = node_binary("cert-manager-controller");
+        let cert_manager_cainjector = node_binary("cert-manager-cainjector");
+        let cert_manager_crds = cert_manager_controller.with_file_name("cert-manager-crds.yaml");
+        if !cert_manager_controller.as_os_str().is_empty() && !cert_manager_crds.is_file() {
+            missing.push(format!(
+                "{}: not built (hack/build-node.sh writes it)",
+                cert_manager_crds.display()
+            ));
+        }
         let plane = Assets::control_plane().map_err(|e| RealError::Unavailable(e.to_string()))?;
         let mut plane_binary = |name: &str| {
             plane.binary(name).unwrap_or_else(|e| {
@@ -198,6 +211,9 @@ impl Tools {
             coredns,
             pause,
             webhook,
+            cert_manager_controller,
+            cert_manager_cainjector,
+            cert_manager_crds,
             registry,
             containerd,
             runc,
@@ -558,12 +574,25 @@ impl RealCluster {
     }
 
     fn spawn(&self, name: &str, program: &Path, args: Vec<String>) -> Result<(), RealError> {
-        let spec = Spec::new(name, &self.tools.nsenter, &self.paths.logs())
+        self.spawn_with_env(name, program, args, &[])
+    }
+
+    fn spawn_with_env(
+        &self,
+        name: &str,
+        program: &Path,
+        args: Vec<String>,
+        env: &[(&str, &str)],
+    ) -> Result<(), RealError> {
+        let mut spec = Spec::new(name, &self.tools.nsenter, &self.paths.logs())
             .arg(format!("--net={}", self.netns_file.display()))
             .arg("--")
             .arg(program)
             .args(args)
             .env("PATH", config::SYSTEM_PATH);
+        for (key, value) in env {
+            spec = spec.env(key, value);
+        }
         let process = Supervised::start(spec).map_err(setup(&format!("start {name}")))?;
         self.processes.lock().expect("process list").push(process);
         Ok(())
@@ -841,6 +870,78 @@ impl RealCluster {
         .await?;
         lap("kube-proxy, CoreDNS, default ServiceAccount");
         Ok(timings)
+    }
+
+    /// cert-manager (`hack/build-node.sh` builds v1.11.5) as two processes of the node with the
+    /// tier's admin kubeconfig, for the release manifest's cert-manager variant: its CRDs applied
+    /// and Established, the namespace `cert-manager` (its cluster resource namespace, where the
+    /// variant's CA lives), then the controller and the cainjector. Its admission webhook is not
+    /// run (nothing here needs its validation). Must run inside [`RealCluster::run`].
+    pub async fn start_cert_manager(&self) -> Result<(), RealError> {
+        use k8s_openapi::api::core::v1::Namespace;
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        use kube::api::{Patch, PatchParams};
+        let client = self.try_client().await?;
+        let text = std::fs::read_to_string(&self.tools.cert_manager_crds)
+            .map_err(setup("read cert-manager's CRDs"))?;
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let apply = PatchParams::apply("olm-real-tier").force();
+        let mut names = Vec::new();
+        for crd in crate::release::kustomize::parse_objects(&self.tools.cert_manager_crds, &text)
+            .map_err(setup("parse cert-manager's CRDs"))?
+        {
+            let name = crd["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            crds.patch(&name, &apply, &Patch::Apply(&crd))
+                .await
+                .map_err(setup(&format!("apply the CRD {name}")))?;
+            names.push(name);
+        }
+        let namespace = serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cert-manager"}
+        });
+        Api::<Namespace>::all(client.clone())
+            .patch("cert-manager", &apply, &Patch::Apply(&namespace))
+            .await
+            .map_err(setup("create the namespace cert-manager"))?;
+        for name in &names {
+            self.wait(
+                "kube-apiserver",
+                &format!("the CRD {name} Established"),
+                || async {
+                    let crd = crds.get(name).await.map_err(|e| e.to_string())?;
+                    crd.status
+                        .and_then(|s| s.conditions)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                        .then_some(())
+                        .ok_or_else(|| "not Established".to_owned())
+                },
+            )
+            .await?;
+        }
+        let kubeconfig = self.kubeconfig_path().display().to_string();
+        self.spawn_with_env(
+            "cert-manager-controller",
+            &self.tools.cert_manager_controller,
+            vec![
+                format!("--kubeconfig={kubeconfig}"),
+                "--leader-elect=false".into(),
+                "--cluster-resource-namespace=cert-manager".into(),
+                "--metrics-listen-address=127.0.0.1:9402".into(),
+            ],
+            &[],
+        )?;
+        self.spawn_with_env(
+            "cert-manager-cainjector",
+            &self.tools.cert_manager_cainjector,
+            vec!["--leader-elect=false".into()],
+            &[("KUBECONFIG", kubeconfig.as_str())],
+        )?;
+        Ok(())
     }
 
     /// `crictl` against this node's containerd.

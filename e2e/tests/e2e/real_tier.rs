@@ -13,7 +13,9 @@
 //! - ha: catalogd's leader Pod deleted while a client reads the catalog through the Service;
 //! - webhooks: a bundle's validating and mutating webhooks served by its own Pod, called by the API
 //!   server, across a rotation of the built-in provider's certificate;
-//! - upgrade: OLM's own images replaced under an installed extension, which stays untouched.
+//! - upgrade: OLM's own images replaced under an installed extension, which stays untouched;
+//! - certmanager: the cert-manager variant over it, with cert-manager running
+//!   ([`cert_manager`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,6 +40,8 @@ use olm_e2e::skip::skip;
 use serde_json::{Value, json};
 
 use crate::support::unique_name;
+
+mod cert_manager;
 
 const NAMESPACE: &str = "olmv1-system";
 const CATALOGD_SERVICE: &str = "catalogd-service";
@@ -108,6 +112,11 @@ fn real_tier_release_metrics_ha_webhooks_upgrade_as_real_pods_then_nothing_left(
             let part = std::time::Instant::now();
             olm_upgraded_to_new_images_leaves_an_installed_extension_untouched(c).await;
             eprintln!("real tier: upgrade {:.1}s", part.elapsed().as_secs_f64());
+        }
+        if wanted("certmanager") {
+            let part = std::time::Instant::now();
+            cert_manager::the_cert_manager_variant_installs_and_cert_manager_issues_every_certificate(c).await;
+            eprintln!("real tier: certmanager {:.1}s", part.elapsed().as_secs_f64());
         }
     });
     if outcome.is_err() || std::env::var_os("OLM_TEST_KEEP").is_some() {
@@ -198,8 +207,13 @@ async fn wait_rolled_out(client: &kube::Client, component: &str, image: &str, re
 /// tier's registry is plain HTTP (`--insecure-registries`, a flag of both controllers), and
 /// operator-controller's built-in certificates are short-lived (`--builtin-cert-validity`).
 fn manifest_for(images: &BTreeMap<String, String>) -> String {
+    manifest_for_variant(Variant::Standalone, images)
+}
+
+/// [`manifest_for`], for either variant.
+fn manifest_for_variant(variant: Variant, images: &BTreeMap<String, String>) -> String {
     let root = olm_e2e::repo_root();
-    let text = manifest::release_manifest(&root, Variant::Standalone, images).unwrap();
+    let text = manifest::release_manifest(&root, variant, images).unwrap();
     let mut objects = parse_objects(Path::new("release manifest"), &text).unwrap();
     for object in objects.iter_mut().filter(|o| o["kind"] == "Deployment") {
         let operator_controller =
@@ -1002,12 +1016,11 @@ fn fingerprint(pem: &[u8]) -> String {
 /// the certificate the API server accepted), the validation refuses; after the provider rotates
 /// the certificate (90 s lifetime) the API server calls the Pod serving the new one, and no call
 /// fails meanwhile (`failurePolicy: Fail`).
-async fn bundle_webhooks_served_by_its_pod_are_called_by_the_api_server_across_a_rotation(
-    c: &RealCluster,
-) {
-    let client = c.client().await;
-    let webhook_image = push_webhook_image(c).await;
-    let mut package = Package::new("real-hooks");
+/// A package of one bundle whose CSV declares a validating (`/validate`) and a mutating
+/// (`/mutate`) webhook for ConfigMaps labelled `olm-real-webhook=<package name>`, served by a
+/// Deployment running `webhook_image` (`hack/build-node.sh`'s `webhook`).
+pub(crate) fn webhook_package(name: &str, webhook_image: &str) -> Package {
+    let mut package = Package::new(name);
     let label = package.name.clone();
     package = package.bundle_with("1.0.0", |b| {
         let app = format!("{}-op", b.package);
@@ -1056,6 +1069,16 @@ async fn bundle_webhooks_served_by_its_pod_are_called_by_the_api_server_across_a
             ]),
         );
     });
+    package
+}
+
+async fn bundle_webhooks_served_by_its_pod_are_called_by_the_api_server_across_a_rotation(
+    c: &RealCluster,
+) {
+    let client = c.client().await;
+    let webhook_image = push_webhook_image(c).await;
+    let package = webhook_package("real-hooks", &webhook_image);
+    let label = package.name.clone();
     let bundles = push_bundles(c, &package).await;
     let (catalog, _) = serve_catalog(c, &package, &bundles).await;
     let ns = create_namespace(&client, "real-hooks").await;

@@ -236,7 +236,8 @@ pub struct ClientStats {
 /// The catalogd content client. Cheap to share behind an `Arc`; one per process.
 #[derive(Debug)]
 pub struct CatalogdClient {
-    http: reqwest::Client,
+    /// Rebuilt by [`CatalogdClient::trust`] when the trusted certificate authorities change.
+    http: std::sync::RwLock<reqwest::Client>,
     options: ClientOptions,
     cache: Mutex<HashMap<CacheKey, Slot>>,
     requests: AtomicU64,
@@ -245,6 +246,29 @@ pub struct CatalogdClient {
 
 impl CatalogdClient {
     pub fn new(options: ClientOptions) -> Result<CatalogdClient, ClientError> {
+        let http = Self::http_client(&options)?;
+        Ok(CatalogdClient {
+            http: std::sync::RwLock::new(http),
+            options,
+            cache: Mutex::new(HashMap::new()),
+            requests: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+        })
+    }
+
+    /// Trusts `extra_ca_pem` (besides the system's) from the next request on, for example after
+    /// cert-manager rotated catalogd's CA. On an invalid bundle the CAs in use stay.
+    pub fn trust(&self, extra_ca_pem: Vec<u8>) -> Result<(), ClientError> {
+        let options = ClientOptions {
+            extra_ca_pem: Some(extra_ca_pem),
+            ..self.options.clone()
+        };
+        let http = Self::http_client(&options)?;
+        *self.http.write().unwrap_or_else(|p| p.into_inner()) = http;
+        Ok(())
+    }
+
+    fn http_client(options: &ClientOptions) -> Result<reqwest::Client, ClientError> {
         // Timeouts other than connecting, and gzip decoding, are applied per request in
         // `get_once`, where each has its own error.
         let mut builder = reqwest::Client::builder()
@@ -263,16 +287,9 @@ impl CatalogdClient {
                 builder = builder.add_root_certificate(cert);
             }
         }
-        let http = builder
+        builder
             .build()
-            .map_err(|e| ClientError::Build(error_chain(&e)))?;
-        Ok(CatalogdClient {
-            http,
-            options,
-            cache: Mutex::new(HashMap::new()),
-            requests: AtomicU64::new(0),
-            cache_hits: AtomicU64::new(0),
-        })
+            .map_err(|e| ClientError::Build(error_chain(&e)))
     }
 
     pub fn stats(&self) -> ClientStats {
@@ -454,7 +471,8 @@ impl CatalogdClient {
             url: url.to_string(),
             idle,
         };
-        let mut request = self.http.get(url.clone());
+        let http = self.http.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut request = http.get(url.clone());
         if self.options.accept_gzip {
             request = request.header(reqwest::header::ACCEPT_ENCODING, "gzip");
         }
@@ -658,6 +676,20 @@ impl CatalogdClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_certificate_authorities_are_trusted_and_an_unusable_bundle_keeps_those_in_use() {
+        let client = CatalogdClient::new(ClientOptions::default()).unwrap();
+        let ca = rcgen::generate_simple_self_signed(vec!["olmv1-ca".to_owned()]).unwrap();
+        client.trust(ca.cert.pem().into_bytes()).unwrap();
+        for unusable in [&b""[..], b"not a certificate"] {
+            let error = client.trust(unusable.to_vec()).unwrap_err();
+            assert!(
+                error.to_string().contains("invalid CA certificates"),
+                "{error}"
+            );
+        }
+    }
 
     #[derive(Debug)]
     struct Chain(&'static str, Option<Box<Chain>>);
