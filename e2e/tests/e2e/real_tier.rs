@@ -1053,7 +1053,7 @@ pub(crate) fn webhook_package(name: &str, webhook_image: &str) -> Package {
             }}),
         );
         let common = |type_: &str, name: &str, path: &str| {
-            json!({"type": type_, "generateName": format!("{name}.olm-real.test"),
+            json!({"type": type_, "generateName": format!("{name}.{}.olm-real.test", b.package),
                 "deploymentName": b.deployment_name(), "containerPort": 443, "targetPort": 9443,
                 "sideEffects": "None", "admissionReviewVersions": ["v1"], "webhookPath": path,
                 "failurePolicy": "Fail",
