@@ -156,6 +156,26 @@ impl DriftWatches {
         })
     }
 
+    /// The names (namespace, name) of the objects of `kind` labelled as `owner`'s, as the watch
+    /// holds them now; `None` while `kind` is not watched or not listed yet. What a LIST with
+    /// the owner labels as selector answers, without the request; the answer lags the API
+    /// server by the watch's delay, as any cache does.
+    pub fn owned_by(&self, kind: &ResourceInfo, owner: &str) -> Option<Vec<ObjectName>> {
+        let watches = self.lock();
+        let watch = watches.get(kind)?;
+        if !*watch.synced.borrow() {
+            return None;
+        }
+        let known = watch.known.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut names: Vec<ObjectName> = known
+            .iter()
+            .filter(|(_, seen)| seen.owner == owner)
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort();
+        Some(names)
+    }
+
     /// Waits until the watch of `kind` has listed the existing objects (changes after that are
     /// reported). Returns false when `kind` is not watched or its watch ended.
     pub async fn synced(&self, kind: &ResourceInfo) -> bool {
@@ -185,7 +205,8 @@ impl Seen {
     }
 }
 
-type ObjectName = (Option<String>, String);
+/// An object's namespace (`None`: cluster-scoped) and name.
+pub type ObjectName = (Option<String>, String);
 type Known = Arc<Mutex<HashMap<ObjectName, Seen>>>;
 
 pub use olm_operator_core::fingerprint::metadata_fingerprint;
@@ -462,6 +483,47 @@ mod tests {
             summary(&t.observe(Event::Apply(meta("b", Some("y"), "2"))).0),
             ["x b Modified", "y b Modified"]
         );
+    }
+
+    #[tokio::test]
+    async fn owned_by_answers_a_labelled_list_once_the_watch_has_listed() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a url"));
+        let client = kube::Client::try_from(config).expect("a client (never called)");
+        let (drift, _events) = DriftWatches::new(client, 1);
+        assert_eq!(drift.owned_by(&kind(), "ext"), None, "not watched");
+        let mut tracker = Tracker::new(kind());
+        let (synced_tx, synced) = watch::channel(false);
+        drift.lock().insert(
+            kind(),
+            Watch {
+                task: tokio::spawn(async {}),
+                synced,
+                known: tracker.known.clone(),
+            },
+        );
+        listed(
+            &mut tracker,
+            vec![
+                meta("b", Some("ext"), "1"),
+                meta("a", Some("ext"), "2"),
+                meta("c", Some("other"), "3"),
+                meta("d", None, "4"),
+            ],
+        );
+        assert_eq!(drift.owned_by(&kind(), "ext"), None, "not listed yet");
+        synced_tx.send_replace(true);
+        let names = |owner: &str| {
+            drift
+                .owned_by(&kind(), owner)
+                .map(|n| n.into_iter().map(|(_, name)| name).collect::<Vec<_>>())
+        };
+        assert_eq!(names("ext"), Some(vec!["a".to_owned(), "b".to_owned()]));
+        assert_eq!(names("nobody"), Some(vec![]));
+        // Relabelled to another owner, then deleted: gone from the answer.
+        tracker.observe(Event::Apply(meta("a", Some("other"), "5")));
+        tracker.observe(Event::Delete(meta("b", Some("ext"), "6")));
+        assert_eq!(names("ext"), Some(vec![]));
+        assert_eq!(names("other"), Some(vec!["a".to_owned(), "c".to_owned()]));
     }
 
     #[tokio::test]

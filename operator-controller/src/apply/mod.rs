@@ -59,7 +59,9 @@ mod uninstall;
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
+use kube::core::PartialObjectMeta;
 use olm_operator_core::apply_plan::plan::{CRD_KIND, kept_crds_message};
 use serde_json::Value;
 
@@ -100,6 +102,17 @@ pub struct Applier {
     client: Client,
     discovery: Discovery,
     config: ApplierConfig,
+    /// Caches that answer reads without a request when they can: the drift watches (the
+    /// extension's labelled CRDs) and the namespaces the controller watches.
+    caches: Caches,
+}
+
+/// What an [`Applier`] may read from instead of the API server. Each answer it cannot give
+/// (not listed yet, or the object absent where a cache may lag) falls back to a request.
+#[derive(Clone, Default)]
+pub struct Caches {
+    pub drift: Option<DriftWatches>,
+    pub namespaces: Option<kube::runtime::reflector::Store<PartialObjectMeta<Namespace>>>,
 }
 
 impl Applier {
@@ -112,7 +125,14 @@ impl Applier {
             discovery: Discovery::new(client.clone(), config.call_timeout),
             client,
             config,
+            caches: Caches::default(),
         }
+    }
+
+    /// With caches to read from before asking the API server.
+    pub fn with_caches(mut self, caches: Caches) -> Applier {
+        self.caches = caches;
+        self
     }
 
     /// The discovery cache (shared with drift watches' callers that need kinds resolved).

@@ -200,23 +200,48 @@ impl Applier {
         if owner.name.len() > MAX_LABEL_VALUE_LEN {
             return Ok(Vec::new());
         }
-        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
-        let selector = format!(
-            "{OWNER_KIND_LABEL}={OWNER_KIND},{OWNER_NAME_LABEL}={}",
-            owner.name
-        );
-        let list = bounded(
-            self.config.call_timeout,
-            api.list_metadata(&ListParams::default().labels(&selector)),
-        )
-        .await
-        .map_err(ApplyError::api(
-            "list the CustomResourceDefinitions of this extension",
-        ))?;
-        Ok(list
-            .items
+        // The drift watch of CRDs holds exactly what this LIST selects, once it has listed.
+        let crd_kind = ResourceInfo {
+            gvk: Gvk {
+                group: CRD_GROUP.to_owned(),
+                version: "v1".to_owned(),
+                kind: "CustomResourceDefinition".to_owned(),
+            },
+            plural: "customresourcedefinitions".to_owned(),
+            namespaced: false,
+        };
+        let cached = self.caches.drift.as_ref().and_then(|drift| {
+            // The first call starts the watch (extensions without CRDs would otherwise never
+            // have one); until it has listed, the LIST below answers.
+            drift.watch(std::slice::from_ref(&crd_kind));
+            drift.owned_by(&crd_kind, &owner.name)
+        });
+        let cached =
+            cached.map(|names| names.into_iter().map(|(_, name)| name).collect::<Vec<_>>());
+        let names = match cached {
+            Some(names) => names,
+            None => {
+                let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+                let selector = format!(
+                    "{OWNER_KIND_LABEL}={OWNER_KIND},{OWNER_NAME_LABEL}={}",
+                    owner.name
+                );
+                bounded(
+                    self.config.call_timeout,
+                    api.list_metadata(&ListParams::default().labels(&selector)),
+                )
+                .await
+                .map_err(ApplyError::api(
+                    "list the CustomResourceDefinitions of this extension",
+                ))?
+                .items
+                .into_iter()
+                .filter_map(|crd| crd.metadata.name)
+                .collect()
+            }
+        };
+        Ok(names
             .into_iter()
-            .filter_map(|crd| crd.metadata.name)
             .map(|name| ObjectRef {
                 api_version: format!("{CRD_GROUP}/v1"),
                 kind: "CustomResourceDefinition".into(),
@@ -231,6 +256,17 @@ impl Applier {
         let api: Api<Namespace> = Api::all(self.client.clone());
         let mut missing = Vec::new();
         for namespace in namespaces {
+            // A namespace the cache holds exists (or did a moment ago: an apply into one being
+            // deleted fails with the API server's own error). One it does not hold may be new:
+            // asked.
+            let cached = self.caches.namespaces.as_ref().is_some_and(|store| {
+                store
+                    .get(&kube::runtime::reflector::ObjectRef::new(namespace))
+                    .is_some()
+            });
+            if cached {
+                continue;
+            }
             let found = bounded(self.config.call_timeout, api.get_metadata_opt(namespace))
                 .await
                 .map_err(ApplyError::api(format!("read namespace \"{namespace}\"")))?;

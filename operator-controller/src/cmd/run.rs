@@ -41,7 +41,7 @@ use olm_runtime::server::{ServerError, ServerLimits, TlsFiles};
 use olm_runtime::shutdown::CancellationToken;
 use tokio::sync::mpsc;
 
-use crate::apply::{Applier, DriftWatches};
+use crate::apply::{Applier, Caches, DriftWatches};
 use crate::bundle_source::bundle_image_limits;
 use crate::catalog_source::http::{CatalogdClient, ClientOptions, ReadIdleArgs};
 use crate::cmd::render::CertProviderArg;
@@ -462,6 +462,8 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         stop_work.clone(),
     );
     let (catalog_cache, catalog_cache_writer) = reflector::store();
+    // Namespaces (metadata only), so that an apply into a namespace that exists needs no GET.
+    let (namespace_cache, namespace_cache_writer) = reflector::store();
     let settings = Settings {
         system_namespace: opts.system_namespace.clone(),
         cert_provider,
@@ -476,7 +478,10 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         Context::new(
             client.clone(),
             settings,
-            Applier::new(client.clone()),
+            Applier::new(client.clone()).with_caches(Caches {
+                drift: Some(drift.clone()),
+                namespaces: Some(namespace_cache),
+            }),
             drift,
             catalogd.clone(),
             puller,
@@ -566,6 +571,11 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         store,
         catalog_cache_writer,
         requeue,
+        stop_work.clone(),
+    )));
+    background.push(tokio::spawn(watch_namespaces(
+        client.clone(),
+        namespace_cache_writer,
         stop_work.clone(),
     )));
     // The puller is rebuilt when its credentials (the global pull secret) or its CAs
@@ -672,4 +682,31 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         }
     }
     ended.map_err(RunError::ControllerEnded)
+}
+
+/// Keeps `cache` (the namespaces' metadata) current until `stop`; a broken watch resumes with
+/// backoff. Until it has listed, the cache is empty and appliers ask the API server.
+async fn watch_namespaces(
+    client: kube::Client,
+    cache: reflector::store::Writer<
+        kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Namespace>,
+    >,
+    stop: CancellationToken,
+) {
+    let api: Api<kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Namespace>> =
+        Api::all(client);
+    let events = reflector(cache, watcher(api, watcher::Config::default())).default_backoff();
+    let mut events = std::pin::pin!(events);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            event = events.next() => {
+                match event {
+                    None => return,
+                    Some(Err(e)) => tracing::debug!(error = %e, "namespace watch interrupted; it resumes"),
+                    Some(Ok(_)) => {}
+                }
+            }
+        }
+    }
 }

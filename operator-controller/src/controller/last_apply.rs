@@ -12,7 +12,7 @@
 //!
 //! | check | why |
 //! |---|---|
-//! | the request is the same (objects, identity, install namespace, previous objects, owner) | anything else is a different apply |
+//! | the request is the same (objects, identity, install namespace, previous objects it would prune, owner) | anything else is a different apply |
 //! | every applied object is, in its kind's drift watch, at the metadata fingerprint the apply left it with | the drift watch has seen no edit, deletion or label change since (status writes do not count) |
 //! | the apply is younger than [`MAX_AGE`] | permissions, the ServiceAccount and objects the watch cannot see (a watch that lost its selector) are verified again by a full apply at least that often |
 //!
@@ -23,7 +23,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::apply::{ApplyOutcome, ApplyRequest, DriftWatches};
+use crate::apply::{ApplyOutcome, ApplyRequest, DriftWatches, ObjectRef};
 
 /// How long a remembered apply stands in for a full one.
 pub const MAX_AGE: Duration = Duration::from_secs(10 * 60);
@@ -40,7 +40,10 @@ pub struct LastApplies {
     entries: Mutex<HashMap<String, Entry>>,
 }
 
-/// A digest of everything an apply request says.
+/// A digest of everything an apply request says that decides what it does. Of the previous
+/// objects only those the request would prune count (previous objects no longer desired): the
+/// first install (no previous release) and the reconcile after it (the installed release as
+/// previous, every object of it still desired) apply exactly the same, so they must not differ.
 pub fn request_digest(request: &ApplyRequest<'_>) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (&request.owner.name, &request.owner.uid).hash(&mut hasher);
@@ -50,7 +53,12 @@ pub fn request_digest(request: &ApplyRequest<'_>) -> u64 {
         // serde_json writes maps in key order: equal objects give equal text.
         object.to_string().hash(&mut hasher);
     }
-    for previous in request.previous {
+    let desired: std::collections::HashSet<ObjectRef> = request
+        .desired
+        .iter()
+        .filter_map(ObjectRef::of_json)
+        .collect();
+    for previous in request.previous.iter().filter(|p| !desired.contains(*p)) {
         previous.to_string().hash(&mut hasher);
     }
     hasher.finish()
@@ -185,6 +193,43 @@ mod tests {
         ] {
             assert_ne!(request_digest(&changed), digest);
         }
+    }
+
+    #[test]
+    fn previous_objects_still_desired_do_not_change_the_digest() {
+        let owner = Owner {
+            name: "e".into(),
+            uid: "u".into(),
+        };
+        let desired = [json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "ns"}})];
+        let identity = Identity::Controller;
+        let first_install = ApplyRequest {
+            owner: &owner,
+            install_namespace: "ns",
+            identity: &identity,
+            desired: &desired,
+            previous: &[],
+        };
+        let installed: Vec<ObjectRef> = desired.iter().filter_map(ObjectRef::of_json).collect();
+        assert_eq!(installed.len(), 1);
+        let next = ApplyRequest {
+            previous: &installed,
+            ..first_install
+        };
+        assert_eq!(request_digest(&next), request_digest(&first_install));
+        // One more previous object, which the apply would prune: another request.
+        let mut with_pruned = installed.clone();
+        with_pruned.push(ObjectRef::new(
+            &Gvk::from_api_version("v1", "ConfigMap"),
+            Some("ns"),
+            "gone",
+        ));
+        let pruning = ApplyRequest {
+            previous: &with_pruned,
+            ..first_install
+        };
+        assert_ne!(request_digest(&pruning), request_digest(&first_install));
     }
 
     #[tokio::test]
