@@ -37,7 +37,12 @@ fn upstream(file: &str) -> Vec<Value> {
 }
 
 fn ours() -> Vec<Value> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/crd");
+    // The run-time CARGO_MANIFEST_DIR first: a cache-shared target directory may hold this test
+    // compiled from a checkout at another path, which no longer exists.
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let dir = crate_dir.join("../config/crd");
     let mut crds = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("config/crd") {
         let path = entry.expect("an entry").path();
