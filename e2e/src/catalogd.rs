@@ -110,6 +110,16 @@ fn free_port() -> u16 {
         .expect("a free port on 127.0.0.1")
 }
 
+/// A free port other than `taken`.
+fn free_port_except(taken: u16) -> u16 {
+    loop {
+        let port = free_port();
+        if port != taken {
+            return port;
+        }
+    }
+}
+
 fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
@@ -144,7 +154,10 @@ impl Setup {
                 .external_address
                 .clone()
                 .unwrap_or_else(|| content.to_string()),
-            health: loopback(free_port()),
+            // Never the content port: a replacement catalogd reuses its predecessor's, which is
+            // free until the replacement binds it, so a free port may be that very one (seen
+            // once in the chaos test: both listeners on one port, the second bind refused).
+            health: loopback(free_port_except(content.port())),
             cache,
             owned_cache,
             scratch,

@@ -431,7 +431,13 @@ async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
     let bin = Assets::products()
         .and_then(|a| a.binary("catalogd"))
         .map_err(DevEnvError::step(step))?;
-    let (content, health) = (free_port()?, free_port()?);
+    let content = free_port()?;
+    // Two free ports picked one after the other may be the same one (the first is released
+    // before the second is picked).
+    let mut health = free_port()?;
+    while health == content {
+        health = free_port()?;
+    }
     let spec = Spec::new("catalogd", bin, &cp.log_dir())
         // Plain text in the log file, without terminal colour codes.
         .env("NO_COLOR", "1")
