@@ -20,6 +20,32 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::process::{Spec, Supervised};
 
+/// Prefix of a registry's scratch directory, followed by the pid of the process that made it.
+const DIR_PREFIX: &str = "olm-registry-";
+
+/// Removes the scratch directories in `base` whose creating process is gone. The shared test
+/// environment lives in a `static`, which is never dropped, so its registry's directory (with
+/// every image pushed) outlives each test process; the next registry started cleans them up.
+/// Directories without a pid in their name (older builds) count as gone.
+fn remove_directories_of_dead_processes(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(DIR_PREFIX) else {
+            continue;
+        };
+        let owner = rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        let alive = owner.is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// Environment variable naming the docker-registry binary.
 pub const REGISTRY_BIN_ENV: &str = "OLM_REGISTRY_BIN";
 /// How long a starting registry may take to answer before start fails.
@@ -126,8 +152,9 @@ impl Registry {
         log_dir: Option<&Path>,
     ) -> Result<Registry, RegistryError> {
         let bin = registry_binary()?;
+        remove_directories_of_dead_processes(&std::env::temp_dir());
         let dir = tempfile::Builder::new()
-            .prefix("olm-registry-")
+            .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|source| RegistryError::Setup {
                 what: "directory",
@@ -464,6 +491,27 @@ fn tail(text: &str, lines: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_directories_of_dead_processes_are_removed_and_live_ones_kept() {
+        let base = tempfile::tempdir().unwrap();
+        let live = base
+            .path()
+            .join(format!("{DIR_PREFIX}{}-abc", std::process::id()));
+        // Pid 0 is never a process of its own in /proc; a name without a pid is an old one.
+        let dead = base.path().join(format!("{DIR_PREFIX}0-abc"));
+        let old = base.path().join(format!("{DIR_PREFIX}XyZ12"));
+        let other = base.path().join("unrelated-dir");
+        for dir in [&live, &dead, &old, &other] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("blob"), b"x").unwrap();
+        }
+        remove_directories_of_dead_processes(base.path());
+        assert!(live.exists());
+        assert!(!dead.exists());
+        assert!(!old.exists());
+        assert!(other.exists());
+    }
 
     #[test]
     fn access_log_lines_are_parsed() {
