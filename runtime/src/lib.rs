@@ -17,6 +17,7 @@
 //! | [`finalizer`], [`status`] | finalizer add/remove and status writes as JSON patches guarded by `resourceVersion` |
 //! | [`backoff`] | per-object capped exponential backoff with jitter |
 //! | [`pull_secret`] | the global pull secret, watched and turned into registry credentials |
+//! | [`puller_inputs`] | the image puller rebuilt when the global pull secret or `--pull-cas-dir` changes |
 //! | [`ca_dir`] | certificate authority directories read again while the process runs, so rotated CAs are trusted |
 
 pub mod backoff;
@@ -34,6 +35,7 @@ pub mod logging;
 pub mod metrics_auth;
 pub mod ops;
 pub mod pull_secret;
+pub mod puller_inputs;
 pub mod server;
 pub mod shutdown;
 pub mod status;

@@ -37,6 +37,8 @@ pub const LEASE_DURATION: Duration = Duration::from_secs(30);
 pub const GROUP_LABEL: &str = "olm.operatorframework.io/catalogd-replica-group";
 /// Annotation with the served digests (JSON object: catalog name → digest reference).
 pub const SERVED_ANNOTATION: &str = "olm.operatorframework.io/served";
+/// Bound of the two reads that find what the leader serves.
+const LEADER_READ_BOUND: Duration = Duration::from_secs(10);
 /// Expired replica Leases older than this are deleted by the leader (best effort).
 const FORGET_AFTER: Duration = Duration::from_secs(600);
 
@@ -252,6 +254,13 @@ impl Presence {
     /// follower pulls while the leader waits for every replica before publishing it. `None` when
     /// this replica leads, no live leader is known, or the leader serves nothing for `catalog`.
     pub async fn leader_serves(&self, catalog: &str) -> Result<Option<String>, kube::Error> {
+        // Bounded: a slow API server means "not known yet", and the follower asks again soon.
+        tokio::time::timeout(LEADER_READ_BOUND, self.read_leader_serves(catalog))
+            .await
+            .unwrap_or(Ok(None))
+    }
+
+    async fn read_leader_serves(&self, catalog: &str) -> Result<Option<String>, kube::Error> {
         let election = self.api.get_opt(&self.election_lease).await?;
         let Some(holder) = election
             .and_then(|l| l.spec)

@@ -579,43 +579,20 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         stop_work.clone(),
     )));
     // The puller is rebuilt when its credentials (the global pull secret) or its CAs
-    // (`--pull-cas-dir`) change; both start from the settings in use.
-    let puller_settings = Arc::new(std::sync::Mutex::new(puller_config.clone()));
-    let rebuild_puller = {
-        let ctx = ctx.clone();
-        let settings = puller_settings.clone();
-        move |change: &dyn Fn(&mut PullerConfig)| {
-            let mut config = settings.lock().unwrap_or_else(|p| p.into_inner());
-            change(&mut config);
-            match Puller::new(config.clone()) {
-                Ok(p) => ctx.set_puller(Arc::new(p)),
-                Err(e) => tracing::warn!(error = %e, "failed to rebuild the image puller"),
-            }
-        }
-    };
-    if let Some(secret) = opts.global_pull_secret.clone() {
-        let rebuild = rebuild_puller.clone();
-        background.push(tokio::spawn(olm_runtime::pull_secret::watch(
-            client.clone(),
-            secret,
-            stop_work.clone(),
-            move |auth| rebuild(&|config| config.auth = auth.clone()),
-        )));
-    }
-    // Certificate authorities rotated under a running process (cert-manager renews its CA) are
-    // trusted without a restart.
-    if let Some(dir) = opts.pull_cas_dir.clone() {
-        let rebuild = rebuild_puller.clone();
-        let current = puller_config.extra_ca_pem.clone().unwrap_or_default();
-        background.push(tokio::spawn(olm_runtime::ca_dir::watch(
-            "--pull-cas-dir",
-            current,
-            olm_runtime::ca_dir::POLL,
-            stop_work.clone(),
-            move || olm_api::regular_file::read_pem_dir(&dir, MAX_CA_FILE_BYTES),
-            move |pem| rebuild(&|config| config.extra_ca_pem = Some(pem.clone())),
-        )));
-    }
+    // (`--pull-cas-dir`) change. Certificate authorities rotated under a running process
+    // (cert-manager renews its CA) are trusted without a restart.
+    background.extend(olm_runtime::puller_inputs::follow(
+        client.clone(),
+        opts.global_pull_secret.clone(),
+        opts.pull_cas_dir.clone(),
+        MAX_CA_FILE_BYTES,
+        puller_config.clone(),
+        stop_work.clone(),
+        {
+            let ctx = ctx.clone();
+            move |puller| ctx.set_puller(Arc::new(puller))
+        },
+    ));
     if let Some(dir) = opts.catalogd_cas_dir.clone() {
         let catalogd = catalogd_for_cas.clone();
         background.push(tokio::spawn(olm_runtime::ca_dir::watch(
