@@ -506,6 +506,106 @@ async fn unowned_objects_are_collisions_with_upstreams_message_and_nothing_is_wr
 }
 
 #[tokio::test]
+async fn what_changed_after_the_check_is_read_again_and_an_object_someone_else_created_meanwhile_is_never_taken_over()
+ {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let ns = create_namespace(&client, "checked").await;
+    let owner = create_extension(&client, &ns, None).await;
+    let group = format!("{}.example.com", unique_name("checked"));
+    // A custom resource whose CRD the set creates: the check cannot dry-run it, and the apply
+    // creates it on condition that it still does not exist.
+    let desired = vec![
+        config_map(&ns, "settings", json!({"a": "1"})),
+        config_map(&ns, "other", json!({"b": "2"})),
+        crd(&group, "Widget", "widgets"),
+        custom_resource(&group, "Widget", &ns, "w"),
+    ];
+    let applier = Applier::new(client.clone());
+    let identity = Identity::Controller;
+    let request = request(&owner, &ns, &identity, &desired, &[]);
+
+    // Someone else creates "settings" after the check found it absent.
+    let checked = applier.check(&request).await.unwrap();
+    assert_eq!(checked.len(), 4);
+    let theirs: DynamicObject =
+        serde_json::from_value(config_map(&ns, "settings", json!({"theirs": "yes"}))).unwrap();
+    config_maps(&client, &ns)
+        .create(&PostParams::default(), &theirs)
+        .await
+        .unwrap();
+    let err = applier.apply_checked(&request, &checked).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to get release state using server-side dry-run: ConfigMap 'settings' already exists in namespace '{ns}' and cannot be managed by operator-controller"
+        )
+    );
+    let untouched = config_maps(&client, &ns).get("settings").await.unwrap();
+    assert!(!labels(&untouched).contains_key("olm.operatorframework.io/owner-name"));
+    assert_eq!(untouched.data["data"], json!({"theirs": "yes"}));
+    assert!(
+        managers(&untouched)
+            .iter()
+            .all(|(manager, _)| manager != "operator-controller"),
+        "{:?}",
+        managers(&untouched)
+    );
+
+    // Gone again: the next check and apply create everything, each on the condition that it
+    // does not exist.
+    config_maps(&client, &ns)
+        .delete("settings", &DeleteParams::default())
+        .await
+        .unwrap();
+    let checked = applier.check(&request).await.unwrap();
+    let outcome = applier.apply_checked(&request, &checked).await.unwrap();
+    assert_eq!(
+        outcome.changed().count(),
+        4,
+        "a first install writes every object"
+    );
+    let settings = config_maps(&client, &ns).get("settings").await.unwrap();
+    assert_owned(&settings, &owner, &ns);
+    assert_eq!(settings.data["data"], json!({"a": "1"}));
+    let widget = api_for(
+        &client,
+        &format!("{group}/v1"),
+        "Widget",
+        "widgets",
+        Some(&ns),
+    )
+    .get("w")
+    .await
+    .unwrap();
+    assert_owned(&widget, &owner, &ns);
+
+    // Ours, edited after the check: the apply's condition fails, it reads the object again and
+    // writes the set's content back.
+    let checked = applier.check(&request).await.unwrap();
+    config_maps(&client, &ns)
+        .patch(
+            "other",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"b": "edited"}})),
+        )
+        .await
+        .unwrap();
+    let outcome = applier.apply_checked(&request, &checked).await.unwrap();
+    let changed: Vec<&str> = outcome.changed().map(|o| o.name.as_str()).collect();
+    assert_eq!(changed, ["other"]);
+    let other = config_maps(&client, &ns).get("other").await.unwrap();
+    assert_eq!(other.data["data"], json!({"b": "2"}));
+
+    // Unchanged since the check: nothing is read again and nothing changes.
+    let checked = applier.check(&request).await.unwrap();
+    let outcome = applier.apply_checked(&request, &checked).await.unwrap();
+    assert_eq!(outcome.changed().count(), 0);
+
+    cleanup(&applier, &client, &owner, &ns, &desired).await;
+}
+
+#[tokio::test]
 async fn objects_written_by_upstreams_helm_client_are_adopted_and_their_fields_become_ours() {
     let env = olm_e2e::shared().await;
     let client = env.client().await;

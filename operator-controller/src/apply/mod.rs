@@ -37,7 +37,11 @@
 //!    plan is checked with SubjectAccessReviews; all missing ones are reported in one message.
 //! 6. Read every object of the set (as the identity). An existing object that is not ours is a
 //!    collision; all collisions are reported with upstream's message and **nothing is
-//!    written**.
+//!    written**. After an [`Applier::check`] (the controller's install and upgrade path), the
+//!    check's reads stand in for these: its dry run tells which objects exist, only those are
+//!    read, and [`Applier::apply_checked`] writes each object on condition that it is still as
+//!    the check saw it (its resourceVersion, or absent); one that changed is read again and
+//!    checked for a collision before it is written.
 //! 7. Write in Helm's install order with server-side apply (`force`), field manager
 //!    `operator-controller`, after moving fields upstream's Helm client owns to our manager
 //!    (`apply_plan::managed_fields`). The set's CRDs are Established before anything after
@@ -71,6 +75,7 @@ pub use error::{ApiFailure, ApplyError};
 pub use olm_operator_core::apply_plan::{
     Availability, Identity, KeepReason, KeptObject, ObjectRef, Owner, ResourceInfo,
 };
+pub use set::CheckedReads;
 pub use set::preview::{ApplyPreview, PreviewedObject, PreviewedRemoval};
 
 /// Time bounds of the apply layer. The defaults suit a controller; tests may shorten them.

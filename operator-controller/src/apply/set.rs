@@ -33,7 +33,11 @@ use super::error::ApplyError;
 use super::identity::{client_for, require_permissions, require_service_account};
 use super::{AppliedObject, Applier, ApplyOutcome, ApplyRequest};
 
+mod checked;
 pub(crate) mod preview;
+
+pub use checked::CheckedReads;
+use checked::{Guard, GuardedApplyError, GuardedBody, LiveObject};
 
 /// Longest label value the API server accepts.
 const MAX_LABEL_VALUE_LEN: usize = 63;
@@ -43,54 +47,34 @@ const READ_CONCURRENCY: usize = 8;
 const MAX_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Applier {
-    /// Every check an apply makes before its first write, then a server-side dry run of every
-    /// object whose kind is served now (an object whose kind a CRD of the set defines, before
-    /// that CRD exists, cannot be dry-run and is checked by the apply itself). Writes nothing:
-    /// the controller calls it before recording a release, so that a refused attempt leaves no
-    /// record and no trace on any object.
-    pub async fn check(&self, request: &ApplyRequest<'_>) -> Result<(), ApplyError> {
-        let prepared = self.prepare(request).await?;
-        // Namespaces the set itself creates and that do not exist yet: nothing can be dry-run
-        // into them.
-        let created_namespaces: BTreeSet<&str> = prepared
-            .plan
-            .steps
-            .iter()
-            .zip(&prepared.live)
-            .filter(|(step, live)| step.object.kind == "Namespace" && live.is_none())
-            .map(|(step, _)| step.object.name.as_str())
-            .collect();
-        for step in &prepared.plan.steps {
-            if step
-                .object
-                .namespace
-                .as_deref()
-                .is_some_and(|ns| created_namespaces.contains(ns))
-            {
-                continue;
-            }
-            if step.needs_established_crd.is_some() && !self.served_now(&step.resource).await {
-                continue;
-            }
-            self.dry_run_apply(&prepared.client, step).await?;
-        }
-        Ok(())
-    }
-
     /// Makes the cluster match `request.desired` (see the module documentation above for the
     /// steps). On error nothing after the failing step was done; on a collision, a missing
     /// namespace or missing permissions, nothing was written at all.
     pub async fn apply(&self, request: &ApplyRequest<'_>) -> Result<ApplyOutcome, ApplyError> {
+        self.apply_checked(request, &CheckedReads::default()).await
+    }
+
+    /// [`Applier::apply`] after an [`Applier::check`] of the same objects: what the check saw is
+    /// not read again. Each such object is written on condition that it is still as the check
+    /// saw it (absent, or at the resourceVersion read); one that changed since is read again
+    /// and checked for a collision before it is written, as [`Applier::apply`] does.
+    pub async fn apply_checked(
+        &self,
+        request: &ApplyRequest<'_>,
+        checked: &CheckedReads,
+    ) -> Result<ApplyOutcome, ApplyError> {
         let owner = request.owner;
         let install_namespace = request.install_namespace;
-        let Prepared { plan, live, client } = self.prepare(request).await?;
+        let Authorized { plan, client } = self.authorize(request).await?;
+        let live = self.read_unchecked(&client, &plan.steps, checked).await?;
+        collisions(&plan.steps, live.iter().map(LiveObject::read_now), request)?;
 
         let mut outcome = ApplyOutcome::default();
         let mut crds_to_establish = Vec::new();
-        for (index, (step, live)) in plan.steps.iter().zip(&live).enumerate() {
-            let live_meta = live.as_ref().map(|o| &o.metadata);
-            let took_over = self.take_over_fields(&client, step, live_meta).await?;
-            let applied = self.server_side_apply(&client, step).await?;
+        for (index, (step, live)) in plan.steps.iter().zip(live).enumerate() {
+            let (live, applied, took_over) = self
+                .write_step(&client, step, live, owner, install_namespace)
+                .await?;
             let changed = took_over
                 || live
                     .as_ref()
@@ -119,9 +103,62 @@ impl Applier {
         Ok(outcome)
     }
 
-    /// Steps 1–6 of an apply (module documentation): the plan, the namespaces, the
-    /// ServiceAccount and its permissions, the live objects and the collision check.
-    async fn prepare(&self, request: &ApplyRequest<'_>) -> Result<Prepared, ApplyError> {
+    /// Writes one step: takes over upstream's managed fields when the live object has them,
+    /// then applies. An object the check saw is applied on condition that it is still as seen;
+    /// when it is not, it is read again, checked for a collision, and applied as
+    /// [`Applier::apply`] would. Returns the live object it wrote over, what the apply returned
+    /// and whether the take-over wrote.
+    async fn write_step(
+        &self,
+        client: &Client,
+        step: &ApplyStep,
+        live: LiveObject,
+        owner: &Owner,
+        install_namespace: &str,
+    ) -> Result<(Option<DynamicObject>, DynamicObject, bool), ApplyError> {
+        let (live, guard) = match live {
+            LiveObject::Read(live) => (live, None),
+            LiveObject::Checked(live) => {
+                let guard = Guard::from_checked(live.as_ref());
+                (live, Some(guard))
+            }
+        };
+        let took_over = self
+            .take_over_fields(client, step, live.as_ref().map(|o| &o.metadata))
+            .await?;
+        // A take-over wrote (itself on condition of the resourceVersion read): the object is
+        // ours and as read, at a newer resourceVersion.
+        let guard = guard.filter(|_| !took_over);
+        match self.server_side_apply(client, step, guard.as_ref()).await {
+            Ok(applied) => Ok((live, applied, took_over)),
+            Err(GuardedApplyError::Changed) => {
+                let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
+                let live = read_object(&api, &step.object.name, self.config.call_timeout)
+                    .await
+                    .map_err(ApplyError::api(format!("read {}", step.object)))?;
+                if let Some(collision) =
+                    step.collision(live.as_ref().map(|o| &o.metadata), owner, install_namespace)
+                {
+                    return Err(ApplyError::Collisions(vec![collision]));
+                }
+                let took_over = self
+                    .take_over_fields(client, step, live.as_ref().map(|o| &o.metadata))
+                    .await?;
+                match self.server_side_apply(client, step, None).await {
+                    Ok(applied) => Ok((live, applied, took_over)),
+                    Err(GuardedApplyError::Failed(e)) => Err(e),
+                    Err(GuardedApplyError::Changed) => {
+                        unreachable!("an apply without a guard has no condition to fail")
+                    }
+                }
+            }
+            Err(GuardedApplyError::Failed(e)) => Err(e),
+        }
+    }
+
+    /// Steps 1–5 of an apply (module documentation): the plan, the namespaces, the
+    /// ServiceAccount and its permissions.
+    async fn authorize(&self, request: &ApplyRequest<'_>) -> Result<Authorized, ApplyError> {
         let owner = request.owner;
         let install_namespace = request.install_namespace;
         let set = DesiredSet::parse(request.desired).map_err(PlanError::from)?;
@@ -145,19 +182,15 @@ impl Applier {
         )
         .await?;
         let client = client_for(&self.client, request.identity);
+        Ok(Authorized { plan, client })
+    }
 
+    /// Steps 1–6 of an apply (module documentation): [`Applier::authorize`], the live objects
+    /// and the collision check.
+    async fn prepare(&self, request: &ApplyRequest<'_>) -> Result<Prepared, ApplyError> {
+        let Authorized { plan, client } = self.authorize(request).await?;
         let live = self.read_objects(&client, &plan.steps).await?;
-        let collisions: Vec<Collision> = plan
-            .steps
-            .iter()
-            .zip(&live)
-            .filter_map(|(step, live)| {
-                step.collision(live.as_ref().map(|o| &o.metadata), owner, install_namespace)
-            })
-            .collect();
-        if !collisions.is_empty() {
-            return Err(ApplyError::Collisions(collisions));
-        }
+        collisions(&plan.steps, live.iter().map(Option::as_ref), request)?;
         Ok(Prepared { plan, live, client })
     }
 
@@ -168,28 +201,6 @@ impl Applier {
             self.discovery.resolve(&BTreeSet::from([resource.gvk.clone()])).await,
             Ok(served) if served.contains_key(&resource.gvk)
         )
-    }
-
-    /// A server-side apply of one object with `dryRun=All`: admission, validation and
-    /// conflicts are checked, nothing is stored.
-    async fn dry_run_apply(&self, client: &Client, step: &ApplyStep) -> Result<(), ApplyError> {
-        let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
-        let mut params = PatchParams::apply(FIELD_MANAGER).force();
-        params.dry_run = true;
-        match bounded(
-            self.config.call_timeout,
-            api.patch(&step.object.name, &params, &Patch::Apply(&step.body)),
-        )
-        .await
-        {
-            Ok(_) => Ok(()),
-            // The set's CRD went away since discovery was cached: the apply creates it first.
-            Err(e) if e.is_not_found() && step.needs_established_crd.is_some() => {
-                self.discovery.forget(&step.resource.gvk);
-                Ok(())
-            }
-            Err(e) => Err(ApplyError::api(format!("dry-run apply {}", step.object))(e)),
-        }
     }
 
     /// CustomResourceDefinitions carrying this extension's owner labels (read as the
@@ -305,6 +316,30 @@ impl Applier {
             .await
     }
 
+    /// Every step's live object: what `checked` holds for it, else read now.
+    async fn read_unchecked(
+        &self,
+        client: &Client,
+        steps: &[ApplyStep],
+        checked: &CheckedReads,
+    ) -> Result<Vec<LiveObject>, ApplyError> {
+        stream::iter(0..steps.len())
+            .map(|i| async move {
+                let step = &steps[i];
+                if let Some(seen) = checked.seen(step) {
+                    return Ok(LiveObject::Checked(seen.cloned()));
+                }
+                let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
+                read_object(&api, &step.object.name, self.config.call_timeout)
+                    .await
+                    .map(LiveObject::Read)
+                    .map_err(ApplyError::api(format!("read {}", step.object)))
+            })
+            .buffered(READ_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
     /// Moves the fields upstream's Helm client owns on `live` to our field manager, so later
     /// applies can remove fields the bundle stops setting (`apply_plan::managed_fields`). The
     /// patch carries the live resourceVersion: a concurrent change fails it (retried by the
@@ -346,26 +381,35 @@ impl Applier {
         Ok(true)
     }
 
-    /// Server-side apply of one object with `force`. An object whose kind a CRD of the set
-    /// defines is retried on 404 until the CRD's bound: the API server may serve a just
-    /// Established CRD's resource a moment later.
+    /// Server-side apply of one object with `force`, on condition of `guard` when given. An
+    /// object whose kind a CRD of the set defines is retried on 404 until the CRD's bound: the
+    /// API server may serve a just Established CRD's resource a moment later.
     async fn server_side_apply(
         &self,
         client: &Client,
         step: &ApplyStep,
-    ) -> Result<DynamicObject, ApplyError> {
+        guard: Option<&Guard>,
+    ) -> Result<DynamicObject, GuardedApplyError> {
         let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let deadline = Instant::now() + self.config.crd_established_timeout;
         let mut pause = Duration::from_millis(100);
+        let body = GuardedBody {
+            body: &step.body,
+            resource_version: guard.map(Guard::resource_version),
+        };
         loop {
             match bounded(
                 self.config.call_timeout,
-                api.patch(&step.object.name, &params, &Patch::Apply(&step.body)),
+                api.patch(&step.object.name, &params, &Patch::Apply(&body)),
             )
             .await
             {
                 Ok(object) => return Ok(object),
+                // Only a condition fails a forced apply with a conflict.
+                Err(e) if e.is_conflict() && guard.is_some() => {
+                    return Err(GuardedApplyError::Changed);
+                }
                 Err(e)
                     if e.is_not_found()
                         && step.needs_established_crd.is_some()
@@ -378,7 +422,10 @@ impl Applier {
                     if e.is_not_found() {
                         self.discovery.forget(&step.resource.gvk);
                     }
-                    return Err(ApplyError::api(format!("apply {}", step.object))(e));
+                    return Err(GuardedApplyError::Failed(ApplyError::api(format!(
+                        "apply {}",
+                        step.object
+                    ))(e)));
                 }
             }
         }
@@ -661,6 +708,37 @@ struct Prepared {
     plan: olm_operator_core::apply_plan::plan::ApplyPlan,
     live: Vec<Option<DynamicObject>>,
     client: Client,
+}
+
+/// A plan whose namespaces, ServiceAccount and permissions were checked, and the client of
+/// the request's identity.
+struct Authorized {
+    plan: olm_operator_core::apply_plan::plan::ApplyPlan,
+    client: Client,
+}
+
+/// Fails with every collision among `live` (in step order; `None`: absent or not read now).
+fn collisions<'a>(
+    steps: &[ApplyStep],
+    live: impl Iterator<Item = Option<&'a DynamicObject>>,
+    request: &ApplyRequest<'_>,
+) -> Result<(), ApplyError> {
+    let found: Vec<Collision> = steps
+        .iter()
+        .zip(live)
+        .filter_map(|(step, live)| {
+            step.collision(
+                live.map(|o| &o.metadata),
+                request.owner,
+                request.install_namespace,
+            )
+        })
+        .collect();
+    if found.is_empty() {
+        Ok(())
+    } else {
+        Err(ApplyError::Collisions(found))
+    }
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ use super::last_apply::{self, LastApplies};
 use super::metrics::{ExtensionState, Metrics};
 use super::pending::{compare_objects, crd_checks};
 use super::preflight::{PreflightRequest, crd_upgrade_safety};
-use crate::apply::{Applier, ApplyRequest, DriftWatches, UninstallRequest};
+use crate::apply::{Applier, ApplyRequest, CheckedReads, DriftWatches, UninstallRequest};
 use crate::bundle_source::{ReadLimits, pull_bundle};
 use crate::catalog_source::http::CatalogdClient;
 use crate::gating::ClusterVersionCache;
@@ -856,6 +856,9 @@ async fn pipeline(
             desired: &desired,
             previous: &previous,
         };
+        // What the check saw: the apply writes on condition that it did not change since.
+        // (A preview reads whole objects into its report; the apply then reads for itself.)
+        let mut checked = CheckedReads::default();
         if approval_mode == ApprovalMode::AutomaticUnlessEscalation
             && installed.as_ref().is_some_and(|b| b.name != bundle_name)
         {
@@ -902,7 +905,8 @@ async fn pipeline(
                     "bundle {bundle_name} ({bundle_version}): first installs and re-applies of the installed bundle need no approval"
                 )));
             }
-            ctx.applier
+            checked = ctx
+                .applier
                 .check(&check)
                 .await
                 .map_err(|e| wrap(e.into()))?;
@@ -959,7 +963,7 @@ async fn pipeline(
                 .map_err(|e| wrap(e.into()))?;
             written_release = Some((release, written));
         }
-        let applied = ctx.applier.apply(&request).await;
+        let applied = ctx.applier.apply_checked(&request, &checked).await;
         let changes = action.after_apply(
             &releases,
             &name,

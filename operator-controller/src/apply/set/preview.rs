@@ -110,7 +110,7 @@ impl Applier {
 
     /// [`Applier::dry_run_apply`] returning the object the API server would store (`None`
     /// where `dry_run_apply` passes without one: the set's CRD went away since discovery).
-    async fn dry_run_object(
+    pub(super) async fn dry_run_object(
         &self,
         client: &Client,
         step: &ApplyStep,

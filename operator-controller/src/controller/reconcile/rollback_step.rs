@@ -150,13 +150,16 @@ pub(super) async fn roll_back(
         desired: &desired,
         previous: &previous,
     };
-    if let Err(e) = ctx.applier.check(&request).await {
-        refuse(
-            findings,
-            format!("the dry run of the previous release fails: {e}"),
-        );
-        return Ok(false);
-    }
+    let checked = match ctx.applier.check(&request).await {
+        Ok(checked) => checked,
+        Err(e) => {
+            refuse(
+                findings,
+                format!("the dry run of the previous release fails: {e}"),
+            );
+            return Ok(false);
+        }
+    };
 
     // Every check passed: record, apply, record.
     let owner_ref = cluster_extension_owner_reference(&name, &uid(extension));
@@ -175,7 +178,7 @@ pub(super) async fn roll_back(
         .create_after(&record, &owner_ref, now_secs(), None)
         .await
         .map_err(recording)?;
-    let applied = ctx.applier.apply(&request).await;
+    let applied = ctx.applier.apply_checked(&request, &checked).await;
     let changes = rollback::after_rollback(
         releases,
         &name,
