@@ -694,3 +694,96 @@ async fn discovered_scopes_render_upstreams_manifest() {
         "resource mapping not found for name: \"w\" namespace: \"\" from \"\": no matches for kind \"Widget\" in version \"example.invalid/v1\"\nensure CRDs are installed first"
     );
 }
+
+/// What a history says, to compare a cached answer with a listed one.
+fn summary(history: &operator_controller::storage::History) -> Vec<(i64, String, String)> {
+    history
+        .releases
+        .iter()
+        .map(|r| {
+            (
+                r.release.version,
+                r.index_labels.get("status").cloned().unwrap_or_default(),
+                r.release.manifest.clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_store_with_the_index_cache_answers_as_a_listing_store_through_our_writes_and_anyone_elses()
+ {
+    let client = olm_e2e::shared().await.client().await;
+    let ns = create_namespace(&client, "release-cache").await;
+    let (ce, owner) = owner(&client).await;
+    let stop = olm_runtime::shutdown::CancellationToken::new();
+    let (cache, watch) =
+        operator_controller::storage::IndexCache::watch(client.clone(), &ns, stop.clone());
+    let watching = tokio::spawn(watch);
+    let cached = ReleaseStore::new(client.clone(), &ns).with_index_cache(cache);
+    let listing = ReleaseStore::new(client.clone(), &ns);
+    let name = "cached-ext";
+    // Right after our own writes, the cached store answers what a list finds (read-your-writes:
+    // until its watch shows a write, it lists).
+    let agree_now = |what: &'static str| {
+        let (cached, listing) = (cached.clone(), listing.clone());
+        async move {
+            let a = cached.history(name).await.unwrap();
+            let b = listing.history(name).await.unwrap();
+            assert_eq!(a.records, b.records, "{what}");
+            assert_eq!(summary(&a), summary(&b), "{what}");
+        }
+    };
+    agree_now("no records").await;
+
+    // Our writes: install, then marked deployed (a small release: the index holds it all).
+    let mut release = large_release(name, 0);
+    history::set_status(&mut release, Status::PENDING_INSTALL, "Install");
+    let written = cached
+        .create_after(&release, &owner, 1_800_000_000, Some(&[]))
+        .await
+        .unwrap();
+    agree_now("the created record").await;
+    history::set_status(&mut release, Status::DEPLOYED, history::INSTALL_COMPLETE);
+    cached
+        .update_after(&release, &owner, 1_800_000_001, Some(&written))
+        .await
+        .unwrap();
+    agree_now("the record marked deployed").await;
+    assert_eq!(
+        cached
+            .installed(name)
+            .await
+            .unwrap()
+            .map(|r| r.release.version),
+        Some(1)
+    );
+
+    // Someone else's write (the listing store stands for another writer, as upstream would).
+    history::set_status(&mut release, Status::SUPERSEDED, "superseded by hand");
+    listing
+        .update(&release, &owner, 1_800_000_002)
+        .await
+        .unwrap();
+    // Someone else's write shows once the watch delivers it.
+    crate::support::eventually("a record changed by someone else", || async {
+        let a = cached.history(name).await.unwrap();
+        (a.records == [(1, "superseded".to_owned())]).then_some(())
+    })
+    .await;
+    assert_eq!(cached.installed(name).await.unwrap(), None);
+    assert_eq!(
+        cached.history(name).await.unwrap().records,
+        [(1, "superseded".to_owned())]
+    );
+
+    // Deleted by us: the history is empty again.
+    cached.delete_all(name).await.unwrap();
+    agree_now("every record deleted").await;
+    assert!(cached.history(name).await.unwrap().records.is_empty());
+
+    stop.cancel();
+    watching.await.unwrap();
+    delete(&cluster_extensions(&client), &ce).await;
+    delete_namespace(&client, &ns).await;
+}

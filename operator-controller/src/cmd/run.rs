@@ -464,6 +464,13 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     let (catalog_cache, catalog_cache_writer) = reflector::store();
     // Namespaces (metadata only), so that an apply into a namespace that exists needs no GET.
     let (namespace_cache, namespace_cache_writer) = reflector::store();
+    // Release index Secrets (metadata only), so that a reconcile whose records did not change
+    // needs no list of them.
+    let (release_index_cache, release_index_watch) = crate::storage::IndexCache::watch(
+        client.clone(),
+        &opts.system_namespace,
+        stop_work.clone(),
+    );
     let settings = Settings {
         system_namespace: opts.system_namespace.clone(),
         cert_provider,
@@ -490,6 +497,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         )
         .with_cluster_versions(versions.clone())
         .with_catalog_cache(catalog_cache)
+        .with_release_index_cache(release_index_cache)
         .with_deployment_watch(deployment_watch.clone())
         .with_builtin_certs(webhook_certs::BuiltinCerts::new(
             client.clone(),
@@ -573,6 +581,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         requeue,
         stop_work.clone(),
     )));
+    background.push(tokio::spawn(release_index_watch));
     background.push(tokio::spawn(watch_namespaces(
         client.clone(),
         namespace_cache_writer,

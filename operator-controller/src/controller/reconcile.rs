@@ -214,6 +214,13 @@ impl Context {
         }
     }
 
+    /// Release histories answered from `cache` when its watch allows
+    /// ([`crate::storage::IndexCache`]); without it, every read lists.
+    pub fn with_release_index_cache(mut self, cache: crate::storage::IndexCache) -> Context {
+        self.store = self.store.clone().with_index_cache(cache);
+        self
+    }
+
     /// The built-in webhook certificate provider.
     pub fn with_builtin_certs(mut self, certs: BuiltinCerts) -> Context {
         self.builtin_certs = Some(certs);

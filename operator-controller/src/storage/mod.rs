@@ -25,8 +25,12 @@
 //!
 //! [`scopes`] asks discovery which kinds are namespaced, for rendering a release's manifest.
 
+mod index_cache;
 pub mod scopes;
 
+pub use index_cache::IndexCache;
+
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -151,6 +155,8 @@ pub struct ReleaseStore {
     limits: DecodeLimits,
     /// Bound on every API call.
     pub timeout: Duration,
+    /// Histories answered without a list when the watch allows ([`IndexCache`]).
+    index: Option<IndexCache>,
 }
 
 impl ReleaseStore {
@@ -161,7 +167,15 @@ impl ReleaseStore {
             namespace: namespace.to_string(),
             limits: DecodeLimits::default(),
             timeout: Duration::from_secs(30),
+            index: None,
         }
+    }
+
+    /// The same store answering histories from `cache` when it can (its watch must cover this
+    /// store's namespace).
+    pub fn with_index_cache(mut self, cache: IndexCache) -> ReleaseStore {
+        self.index = Some(cache);
+        self
     }
 
     /// The same store with other decoding bounds.
@@ -263,20 +277,47 @@ impl ReleaseStore {
 
     /// Every record of release `name` (Helm's `History`); damaged ones are listed apart.
     pub async fn history(&self, name: &str) -> Result<History, StoreError> {
+        if let Some(history) = self.index.as_ref().and_then(|cache| cache.history(name)) {
+            return Ok(history);
+        }
         let mut out = History::default();
+        let mut versions = BTreeMap::new();
         for entry in self.index_entries(name).await? {
             out.records.push((entry.version, entry.status.clone()));
+            versions.insert(
+                entry.key.clone(),
+                entry
+                    .secret
+                    .metadata
+                    .resource_version
+                    .clone()
+                    .unwrap_or_default(),
+            );
             match self.decode(&entry).await {
                 Ok(r) => out.releases.push(r),
                 Err(StoreError::Decode { name, source }) => out.damaged.push((name, source)),
                 Err(e) => return Err(e),
             }
         }
+        if let Some(cache) = &self.index {
+            cache.listed(name, versions, &out);
+        }
         Ok(out)
     }
 
     /// The deployed record with the highest version (the installed bundle), decoding only it.
     pub async fn installed(&self, name: &str) -> Result<Option<StoredRelease>, StoreError> {
+        if let Some(history) = self.index.as_ref().and_then(|cache| cache.history(name)) {
+            return Ok(history
+                .releases
+                .into_iter()
+                .filter(|r| {
+                    r.index_labels
+                        .get("status")
+                        .is_some_and(|s| s == "deployed")
+                })
+                .max_by_key(|r| r.release.version));
+        }
         let entries = self.index_entries(name).await?;
         match entries
             .iter()
@@ -380,10 +421,10 @@ impl ReleaseStore {
             Err(e) => return Err(e),
         };
         let uid = created.metadata.uid.clone().unwrap_or_default();
-        let mut chunks = 0;
+        let mut chunks = Vec::new();
         for chunk in encoded.chunk_secrets(&self.namespace, &uid, Some(now)) {
             let chunk_name = chunk.metadata.name.clone().unwrap_or_default();
-            if let Err(e) = self
+            match self
                 .call(
                     "create",
                     &chunk_name,
@@ -391,12 +432,16 @@ impl ReleaseStore {
                 )
                 .await
             {
-                // Best effort: without its chunks the new record is unreadable.
-                let _ = self.delete(&encoded.key).await;
-                return Err(e);
+                Ok(created_chunk) => chunks.push(created_chunk),
+                Err(e) => {
+                    // Best effort: without its chunks the new record is unreadable.
+                    let _ = self.delete(&encoded.key).await;
+                    return Err(e);
+                }
             }
-            chunks += 1;
         }
+        self.wrote(&release.name, &created, &chunks);
+        let chunks = chunks.len();
         Ok(Written {
             key: encoded.key,
             resource_version: created.metadata.resource_version,
@@ -466,8 +511,40 @@ impl ReleaseStore {
                 &encoded.key,
                 self.api.replace(&encoded.key, &write_params(), &index),
             )
-            .await?;
+            .await;
+        let replaced = match replaced {
+            Ok(replaced) => replaced,
+            Err(e) => {
+                self.forget(&release.name);
+                return Err(e);
+            }
+        };
         // Only after the guarded replace succeeded: a conflict leaves the record as it was.
+        let chunks = match self.rewrite_chunks(&encoded, &replaced, had_chunks).await {
+            Ok(chunks) => chunks,
+            Err(e) => {
+                // The record is part-written: the next read lists.
+                self.forget(&release.name);
+                return Err(e);
+            }
+        };
+        self.wrote(&release.name, &replaced, &chunks);
+        Ok(Written {
+            key: encoded.key,
+            resource_version: replaced.metadata.resource_version,
+            created_at,
+            chunks: chunks.len(),
+        })
+    }
+
+    /// The chunks of a replaced index: the old ones deleted (if it had any), the new ones
+    /// created. Returns the created chunk Secrets.
+    async fn rewrite_chunks(
+        &self,
+        encoded: &secrets::EncodedRelease,
+        replaced: &Secret,
+        had_chunks: bool,
+    ) -> Result<Vec<Secret>, StoreError> {
         if had_chunks {
             let chunk_selector = secrets::chunks_label_selector(&encoded.key);
             self.call(
@@ -482,27 +559,43 @@ impl ReleaseStore {
         }
         let uid = replaced.metadata.uid.clone().unwrap_or_default();
         // Helm's update path writes chunks without `createdAt`.
-        let mut chunks = 0;
+        let mut chunks = Vec::new();
         for chunk in encoded.chunk_secrets(&self.namespace, &uid, None) {
             let chunk_name = chunk.metadata.name.clone().unwrap_or_default();
-            self.call(
-                "create",
-                &chunk_name,
-                self.api.create(&write_params(), &chunk),
-            )
-            .await?;
-            chunks += 1;
+            chunks.push(
+                self.call(
+                    "create",
+                    &chunk_name,
+                    self.api.create(&write_params(), &chunk),
+                )
+                .await?,
+            );
         }
-        Ok(Written {
-            key: encoded.key,
-            resource_version: replaced.metadata.resource_version,
-            created_at,
-            chunks,
-        })
+        Ok(chunks)
+    }
+
+    /// Tells the index cache what a write stored: the index and chunk Secrets as the API
+    /// server returned them, decoded as a list would decode them.
+    fn wrote(&self, name: &str, index: &Secret, chunks: &[Secret]) {
+        if let Some(cache) = &self.index {
+            let stored = secrets::decode_release(index, chunks, self.limits).ok();
+            cache.wrote(name, index.metadata.resource_version.as_deref(), stored);
+        }
+    }
+
+    fn forget(&self, name: &str) {
+        if let Some(cache) = &self.index {
+            cache.forget(name);
+        }
     }
 
     /// Deletes one record: every Secret labelled with its key (index and chunks).
     pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        // Whether or not the delete succeeds, the kept history no longer matches what the
+        // watch will show: the next read lists unless the watch shows the record gone.
+        if let Some(cache) = &self.index {
+            cache.deleted(key);
+        }
         let selector = secrets::all_for_key_label_selector(key);
         self.call(
             "delete",
