@@ -29,9 +29,10 @@ mod index_cache;
 pub mod scopes;
 
 pub use index_cache::IndexCache;
+use index_cache::RawRecord;
 
-use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -260,13 +261,8 @@ impl ReleaseStore {
                 name: entry.key.clone(),
                 source,
             })?;
-        let mut chunks = Vec::with_capacity(names.len());
-        for chunk in &names {
-            // A missing chunk is reported by the decoder, naming its position.
-            if let Some(secret) = self.call("get", chunk, self.api.get_opt(chunk)).await? {
-                chunks.push(secret);
-            }
-        }
+        // A missing chunk is reported by the decoder, naming its position.
+        let chunks = self.read_chunks(&names).await?;
         secrets::decode_release(&entry.secret, &chunks, self.limits).map_err(|source| {
             StoreError::Decode {
                 name: entry.key.clone(),
@@ -277,46 +273,97 @@ impl ReleaseStore {
 
     /// Every record of release `name` (Helm's `History`); damaged ones are listed apart.
     pub async fn history(&self, name: &str) -> Result<History, StoreError> {
-        if let Some(history) = self.index.as_ref().and_then(|cache| cache.history(name)) {
-            return Ok(history);
-        }
-        let mut out = History::default();
-        let mut versions = BTreeMap::new();
+        let records = match self.index.as_ref().and_then(|cache| cache.records(name)) {
+            Some(records) => records,
+            None => self.list_records(name).await?,
+        };
+        Ok(self.decode_all(&records))
+    }
+
+    /// Every record of release `name` as stored (index and chunk Secrets), by ascending
+    /// version; kept in the index cache when there is one.
+    async fn list_records(&self, name: &str) -> Result<Vec<Arc<RawRecord>>, StoreError> {
+        let mut records = Vec::new();
         for entry in self.index_entries(name).await? {
-            out.records.push((entry.version, entry.status.clone()));
-            versions.insert(
-                entry.key.clone(),
-                entry
-                    .secret
-                    .metadata
-                    .resource_version
-                    .clone()
-                    .unwrap_or_default(),
-            );
-            match self.decode(&entry).await {
-                Ok(r) => out.releases.push(r),
-                Err(StoreError::Decode { name, source }) => out.damaged.push((name, source)),
-                Err(e) => return Err(e),
-            }
+            // A chunk the index names but that cannot be read is left to the decoder, which
+            // names its position.
+            let chunks = match secrets::extra_chunk_names(&entry.secret) {
+                Ok(names) => self.read_chunks(&names).await?,
+                Err(_) => Vec::new(),
+            };
+            records.push(RawRecord::new(entry.secret, chunks));
         }
         if let Some(cache) = &self.index {
-            cache.listed(name, versions, &out);
+            cache.listed(name, records.clone());
         }
-        Ok(out)
+        Ok(records.into_iter().map(Arc::new).collect())
+    }
+
+    /// The chunk Secrets `names` that exist.
+    async fn read_chunks(&self, names: &[String]) -> Result<Vec<Secret>, StoreError> {
+        let mut chunks = Vec::with_capacity(names.len());
+        for chunk in names {
+            if let Some(secret) = self.call("get", chunk, self.api.get_opt(chunk)).await? {
+                chunks.push(secret);
+            }
+        }
+        Ok(chunks)
+    }
+
+    /// Decodes stored records (by ascending version) into a history.
+    fn decode_all(&self, records: &[Arc<RawRecord>]) -> History {
+        let mut out = History::default();
+        for record in records {
+            let index = &record.index;
+            let labels = index.metadata.labels.as_ref();
+            let label = |key: &str| labels.and_then(|l| l.get(key)).cloned();
+            let version = label("version")
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or_default();
+            out.records
+                .push((version, label("status").unwrap_or_default()));
+            match secrets::decode_release(index, &record.chunks, self.limits) {
+                Ok(r) => out.releases.push(r),
+                Err(source) => out
+                    .damaged
+                    .push((index.metadata.name.clone().unwrap_or_default(), source)),
+            }
+        }
+        out.records.sort_by_key(|(v, _)| *v);
+        out.releases.sort_by_key(|r| r.release.version);
+        out
     }
 
     /// The deployed record with the highest version (the installed bundle), decoding only it.
     pub async fn installed(&self, name: &str) -> Result<Option<StoredRelease>, StoreError> {
-        if let Some(history) = self.index.as_ref().and_then(|cache| cache.history(name)) {
-            return Ok(history
-                .releases
-                .into_iter()
+        if let Some(records) = self.index.as_ref().and_then(|cache| cache.records(name)) {
+            let deployed = records
+                .iter()
                 .filter(|r| {
-                    r.index_labels
-                        .get("status")
-                        .is_some_and(|s| s == "deployed")
+                    r.index
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("status"))
+                        == Some(&"deployed".to_owned())
                 })
-                .max_by_key(|r| r.release.version));
+                .max_by_key(|r| {
+                    r.index
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("version"))
+                        .and_then(|v| v.parse::<i64>().ok())
+                });
+            return match deployed {
+                Some(record) => secrets::decode_release(&record.index, &record.chunks, self.limits)
+                    .map(Some)
+                    .map_err(|source| StoreError::Decode {
+                        name: record.index.metadata.name.clone().unwrap_or_default(),
+                        source,
+                    }),
+                None => Ok(None),
+            };
         }
         let entries = self.index_entries(name).await?;
         match entries
@@ -575,11 +622,10 @@ impl ReleaseStore {
     }
 
     /// Tells the index cache what a write stored: the index and chunk Secrets as the API
-    /// server returned them, decoded as a list would decode them.
+    /// server returned them.
     fn wrote(&self, name: &str, index: &Secret, chunks: &[Secret]) {
         if let Some(cache) = &self.index {
-            let stored = secrets::decode_release(index, chunks, self.limits).ok();
-            cache.wrote(name, index.metadata.resource_version.as_deref(), stored);
+            cache.wrote(name, RawRecord::new(index.clone(), chunks.to_vec()));
         }
     }
 
