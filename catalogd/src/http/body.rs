@@ -4,12 +4,13 @@
 //! filesystem on a blocking thread; no network IO of its own.
 
 use std::io::{self, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use memmap2::MmapMut;
 use tokio::sync::mpsc;
 
 use crate::storage::{CompressedAnswers, Section, StoredCatalog};
@@ -72,18 +73,37 @@ pub fn stream(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>, compress: bool) -
     }
 }
 
-/// Reads all of a small body now, as one buffer.
+/// Reads all of a small body now, as one heap buffer (a mapping per small answer would cost
+/// more than the read).
 fn inline(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
-    let mut cursor = Cursor::new(catalog, pieces);
-    let mut out = BytesMut::new();
-    while let Some(chunk) = cursor.next_chunk() {
-        match chunk {
-            Ok(bytes) => out.extend_from_slice(&bytes),
-            // The status line is already decided: end the body with the error, as streaming does.
-            Err(e) => return Body::from_stream(futures::stream::iter([Err::<Bytes, _>(e)])),
-        }
+    match read_all(&catalog, &pieces) {
+        Ok(bytes) => Body::from(bytes),
+        // The status line is already decided: end the body with the error, as streaming does.
+        Err(e) => Body::from_stream(futures::stream::iter([Err::<Bytes, _>(e)])),
     }
-    Body::from(out.freeze())
+}
+
+/// Every piece's bytes, in order, in one buffer.
+fn read_all(catalog: &StoredCatalog, pieces: &[Piece]) -> io::Result<Bytes> {
+    let total = usize::try_from(total_len(pieces)).unwrap_or(usize::MAX);
+    let mut out = BytesMut::with_capacity(total);
+    for piece in pieces {
+        let (section, read_at): (Section, ReadAt) = match piece {
+            Piece::Static(b) => {
+                out.extend_from_slice(b);
+                continue;
+            }
+            Piece::Jsonl(s) => (*s, StoredCatalog::read_jsonl_at),
+            Piece::Gzip(s) => (*s, StoredCatalog::read_gzip_at),
+        };
+        let start = out.len();
+        let len = usize::try_from(section.len).map_err(io::Error::other)?;
+        out.resize(start + len, 0);
+        read_exact_at(&mut out[start..], section.offset, |buf, off| {
+            read_at(catalog, buf, off)
+        })?;
+    }
+    Ok(out.freeze())
 }
 
 /// Reads one chunk each time the connection asks for more, on the blocking pool.
@@ -122,10 +142,63 @@ struct Cursor {
     piece: usize,
     /// Bytes of `pieces[piece]` already produced.
     done_in_piece: u64,
-    /// Read buffer. Each chunk is split off it; once hyper has written and dropped that chunk,
-    /// the next `reserve` takes the same allocation back instead of mapping and zeroing fresh
-    /// pages (which cost a fifth of the CPU under load).
-    buf: BytesMut,
+    /// Read buffers of this response ([`ReadBuffers`]).
+    buffers: ReadBuffers,
+}
+
+/// The read buffers of one response: anonymous memory mappings of [`CHUNK`] bytes, outside the
+/// heap. A chunk is sent as a view of one; once hyper has written and dropped it, the mapping
+/// goes back to this response's free list, so a download reuses two or three mappings instead
+/// of mapping and zeroing fresh pages per chunk (which cost a fifth of the CPU under load).
+/// When the response ends, its mappings are unmapped: the memory goes back to the operating
+/// system at once. Heap chunks of 64 concurrent downloads stayed resident in the allocator's
+/// arenas after a burst (75 MiB RSS 30 s after the load, against 39 MiB with quarter-size
+/// chunks), which is what catalogd's steady RSS measured.
+#[derive(Default)]
+struct ReadBuffers {
+    free: Arc<Mutex<Vec<MmapMut>>>,
+}
+
+impl ReadBuffers {
+    /// A mapping to read into: a free one, else a new one.
+    fn take(&self) -> io::Result<MmapMut> {
+        let reused = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match reused {
+            Some(map) => Ok(map),
+            None => MmapMut::map_anon(CHUNK),
+        }
+    }
+
+    /// The first `len` bytes of `map` as a chunk that returns `map` here when dropped.
+    fn chunk(&self, map: MmapMut, len: usize) -> Bytes {
+        Bytes::from_owner(MappedChunk {
+            map: Some(map),
+            len,
+            home: Arc::downgrade(&self.free),
+        })
+    }
+}
+
+/// A chunk read into a mapping of [`ReadBuffers`].
+struct MappedChunk {
+    map: Option<MmapMut>,
+    len: usize,
+    /// The response's free list; gone once the response ended (then the mapping is unmapped).
+    home: Weak<Mutex<Vec<MmapMut>>>,
+}
+
+impl AsRef<[u8]> for MappedChunk {
+    fn as_ref(&self) -> &[u8] {
+        self.map.as_ref().map_or(&[], |map| &map[..self.len])
+    }
+}
+
+impl Drop for MappedChunk {
+    fn drop(&mut self) {
+        if let (Some(map), Some(home)) = (self.map.take(), self.home.upgrade()) {
+            home.lock().unwrap_or_else(|e| e.into_inner()).push(map);
+        }
+    }
 }
 
 impl Cursor {
@@ -135,7 +208,7 @@ impl Cursor {
             pieces,
             piece: 0,
             done_in_piece: 0,
-            buf: BytesMut::new(),
+            buffers: ReadBuffers::default(),
         }
     }
 
@@ -165,12 +238,15 @@ impl Cursor {
                 .unwrap_or(CHUNK)
                 .min(CHUNK);
             self.done_in_piece += want as u64;
-            self.buf.reserve(want);
-            self.buf.resize(want, 0);
+            let mut map = match self.buffers.take() {
+                Ok(map) => map,
+                Err(e) => return Some(Err(e)),
+            };
             let catalog = &self.catalog;
-            let read = read_exact_at(&mut self.buf, offset, |buf, off| read_at(catalog, buf, off));
-            let chunk = self.buf.split().freeze();
-            return Some(read.map(|()| chunk));
+            let read = read_exact_at(&mut map[..want], offset, |buf, off| {
+                read_at(catalog, buf, off)
+            });
+            return Some(read.map(|()| self.buffers.chunk(map, want)));
         }
     }
 }
