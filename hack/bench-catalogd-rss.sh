@@ -3,9 +3,10 @@
 # `wrk -t2 -c64 -d20s` of `/api/v1/all` (plain HTTP, `catalogd serve`), VmRSS 30 s later, the
 # server's CPU seconds over the load and wrk's throughput. Results: docs/PERFORMANCE.md.
 #
-# Usage: hack/bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]
+# Usage: [TLS=1] hack/bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]
 #   FBC_DIR defaults to the derived community catalog (unpacked once by olm-testdata).
-# Needs: wrk, curl. Listens on 127.0.0.1 only; stops what it started on exit.
+#   TLS=1 serves HTTPS with a throwaway self-signed certificate (as catalogd serves in a cluster).
+# Needs: wrk, curl (and openssl with TLS=1). Listens on 127.0.0.1 only; stops what it started on exit.
 set -euo pipefail
 bin="${1:?usage: bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]}"
 label="${2:-catalogd}"
@@ -15,12 +16,21 @@ for tool in wrk curl; do
   command -v "${tool}" >/dev/null || { echo "needs ${tool} (apt-get install -y wrk curl)" >&2; exit 1; }
 done
 port=$((20000 + RANDOM % 40000))
-log="$(mktemp -t catalogd-rss-XXXXXX.log)"
-"${bin}" serve --dir "${fbc}" --name derived --listen "127.0.0.1:${port}" 2>"${log}" &
+work="$(mktemp -d -t catalogd-rss-XXXXXX)"
+log="${work}/catalogd.log"
+scheme=http
+tls_flags=()
+if [[ "${TLS:-}" == 1 ]]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "${work}/tls.key" -out "${work}/tls.crt" 2>/dev/null
+  scheme=https
+  tls_flags=(--tls-cert "${work}/tls.crt" --tls-key "${work}/tls.key")
+fi
+"${bin}" serve --dir "${fbc}" --name derived --listen "127.0.0.1:${port}" "${tls_flags[@]}" 2>"${log}" &
 pid=$!
-trap 'kill ${pid} 2>/dev/null; wait ${pid} 2>/dev/null; rm -f "${log}"' EXIT
-url="http://127.0.0.1:${port}/catalogs/derived/api/v1/all"
-for _ in $(seq 300); do curl -fsS -o /dev/null "${url}" 2>/dev/null && break; sleep 0.1; done
+trap 'kill ${pid} 2>/dev/null; wait ${pid} 2>/dev/null; rm -rf "${work}"' EXIT
+url="${scheme}://127.0.0.1:${port}/catalogs/derived/api/v1/all"
+for _ in $(seq 300); do curl -kfsS -o /dev/null "${url}" 2>/dev/null && break; sleep 0.1; done
 sleep 2
 mib() { awk -v k="$1:" '$1 == k {printf "%.1f", $2 / 1024}' "/proc/${pid}/status"; }
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/${pid}/stat"; }

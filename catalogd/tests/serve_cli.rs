@@ -6,7 +6,21 @@ use std::process::{Child, Command, Stdio};
 
 /// Starts `catalogd serve` on a free port and returns the child and its base URL.
 fn serve(dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_catalogd"))
+    serve_with_arenas(dir, extra, None)
+}
+
+/// [`serve`] with `MALLOC_ARENA_MAX` set to `arenas`, or removed from the environment.
+fn serve_with_arenas(
+    dir: &std::path::Path,
+    extra: &[&str],
+    arenas: Option<&str>,
+) -> (Child, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_catalogd"));
+    match arenas {
+        Some(value) => command.env("MALLOC_ARENA_MAX", value),
+        None => command.env_remove("MALLOC_ARENA_MAX"),
+    };
+    let mut child = command
         .arg("serve")
         .arg("--dir")
         .arg(dir)
@@ -126,4 +140,34 @@ fn serve_reports_a_broken_catalog_with_its_file_and_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("index.json"), "{stderr}");
+}
+
+/// The `MALLOC_ARENA_MAX` a running process started with.
+fn arena_max_of(pid: u32) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ
+        .split(|&b| b == 0)
+        .filter_map(|var| std::str::from_utf8(var).ok())
+        .find_map(|var| var.strip_prefix("MALLOC_ARENA_MAX="))
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+async fn catalogd_runs_with_two_allocator_arenas_unless_the_environment_names_a_count() {
+    let fixture = olm_testdata::path(
+        "catalogs/upstream-operator-controller/catalogd/testdata/catalogs/test-catalog",
+    );
+    let catalog = fixture.join("catalog.yaml");
+    // Started again by itself with the variable: same process, serving as usual.
+    let (child, base) = serve_with_arenas(&catalog, &["--name", "test-catalog"], None);
+    assert_eq!(arena_max_of(child.id()).as_deref(), Some("2"));
+    let resp = reqwest::get(format!("{base}/api/v1/all")).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(terminate(child).success());
+
+    // An operator's own value is kept.
+    let (child, _) = serve_with_arenas(&catalog, &["--name", "test-catalog"], Some("8"));
+    assert_eq!(arena_max_of(child.id()).as_deref(), Some("8"));
+    assert!(terminate(child).success());
 }

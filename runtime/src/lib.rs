@@ -3,6 +3,7 @@
 //!
 //! | module | what it gives a binary |
 //! |---|---|
+//! | [`allocator`] | the C library allocator limited to two arenas (`MALLOC_ARENA_MAX`), so memory freed after a burst does not stay resident in per-thread arenas |
 //! | [`client`] | a Kubernetes client from a kubeconfig or the in-cluster configuration, with the rustls provider installed once |
 //! | [`leader`] | Lease-based leader election (client-go's rules), or constant leadership for a single replica |
 //! | [`server`] | an HTTP(S) server: certificate reload, header-read and idle timeouts, a connection cap, graceful shutdown |
@@ -20,6 +21,7 @@
 //! | [`puller_inputs`] | the image puller rebuilt when the global pull secret or `--pull-cas-dir` changes |
 //! | [`ca_dir`] | certificate authority directories read again while the process runs, so rotated CAs are trusted |
 
+pub mod allocator;
 pub mod backoff;
 pub mod ca_dir;
 pub mod client;
