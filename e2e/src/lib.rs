@@ -50,11 +50,36 @@ pub use test_env::{TestEnv, shared};
 /// test` and `cargo bench`, over the compile-time value: a cache-shared target directory may hold a
 /// build compiled from a checkout at another path, whose baked-in directory no longer exists.
 /// Every crate sits one level below the root, so any crate's directory gives the same answer.
+/// A built example run outside cargo (`bench_upstream`) has neither when its baked-in directory
+/// is gone: then the first directory from the current one upwards that holds `config/crd`.
 pub fn repo_root() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-        .join("..")
+    root_from(
+        std::env::var_os("CARGO_MANIFEST_DIR"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        std::env::current_dir().ok(),
+    )
+}
+
+/// [`repo_root`] from its inputs: cargo's variable, the baked-in crate directory, the current
+/// directory.
+fn root_from(
+    manifest_dir: Option<std::ffi::OsString>,
+    compiled: &std::path::Path,
+    cwd: Option<std::path::PathBuf>,
+) -> std::path::PathBuf {
+    if let Some(dir) = manifest_dir {
+        return std::path::PathBuf::from(dir).join("..");
+    }
+    let compiled = compiled.join("..");
+    if compiled.join("config/crd").is_dir() {
+        return compiled;
+    }
+    cwd.and_then(|cwd| {
+        cwd.ancestors()
+            .find(|dir| dir.join("config/crd").is_dir())
+            .map(std::path::Path::to_path_buf)
+    })
+    .unwrap_or(compiled)
 }
 
 /// Makes aws-lc-rs the process-wide rustls crypto provider, once.
@@ -68,4 +93,32 @@ pub fn install_crypto_provider() {
         // Err means another provider was installed first, which serves as well.
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     });
+}
+
+#[cfg(test)]
+mod repo_root_tests {
+    use super::root_from;
+
+    #[test]
+    fn a_gone_build_directory_falls_back_to_the_checkout_around_the_current_directory() {
+        let checkout = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(checkout.path().join("config/crd")).unwrap();
+        std::fs::create_dir_all(checkout.path().join("e2e/src")).unwrap();
+        let gone = std::path::Path::new("/nonexistent-checkout/e2e");
+        // cargo's variable wins; then the baked-in directory if it still holds config/crd.
+        assert_eq!(
+            root_from(Some("/x/e2e".into()), gone, None),
+            std::path::PathBuf::from("/x/e2e/..")
+        );
+        assert_eq!(
+            root_from(None, &checkout.path().join("e2e"), None),
+            checkout.path().join("e2e/..")
+        );
+        // Gone: the checkout around the current directory.
+        assert_eq!(
+            root_from(None, gone, Some(checkout.path().join("e2e/src"))),
+            checkout.path()
+        );
+        assert_eq!(root_from(None, gone, None), gone.join(".."));
+    }
 }
