@@ -421,6 +421,14 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         Leadership::always()
     };
 
+    // Release index Secrets (metadata only), so that a reconcile or a gating evaluation whose
+    // records did not change needs no list of them.
+    let (release_index_cache, release_index_watch) = crate::storage::IndexCache::watch(
+        client.clone(),
+        &opts.system_namespace,
+        stop_work.clone(),
+    );
+
     // OpenShift mode, decided once: the gating loop and its cluster version cache.
     let gating = gating::openshift_enabled(&client, opts.openshift, opts.call_timeout)
         .await?
@@ -429,6 +437,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
                 client.clone(),
                 gating::GatingOptions::from_env(&opts.system_namespace),
             )
+            .with_release_index_cache(release_index_cache.clone())
         });
     let versions = gating.as_ref().map(gating::Gating::cluster_version);
     tracing::info!(
@@ -464,13 +473,6 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     let (catalog_cache, catalog_cache_writer) = reflector::store();
     // Namespaces (metadata only), so that an apply into a namespace that exists needs no GET.
     let (namespace_cache, namespace_cache_writer) = reflector::store();
-    // Release index Secrets (metadata only), so that a reconcile whose records did not change
-    // needs no list of them.
-    let (release_index_cache, release_index_watch) = crate::storage::IndexCache::watch(
-        client.clone(),
-        &opts.system_namespace,
-        stop_work.clone(),
-    );
     let settings = Settings {
         system_namespace: opts.system_namespace.clone(),
         cert_provider,

@@ -365,6 +365,13 @@ impl Gating {
         }
     }
 
+    /// Installed releases read from `cache` when its watch allows ([`crate::storage::IndexCache`];
+    /// the watch must cover the system namespace).
+    pub fn with_release_index_cache(mut self, cache: crate::storage::IndexCache) -> Gating {
+        self.store = self.store.with_index_cache(cache);
+        self
+    }
+
     /// The cached cluster version, for the ClusterExtension controller.
     pub fn cluster_version(&self) -> ClusterVersionCache {
         ClusterVersionCache {
