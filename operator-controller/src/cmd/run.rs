@@ -45,6 +45,7 @@ use crate::apply::{Applier, Caches, DriftWatches};
 use crate::bundle_source::bundle_image_limits;
 use crate::catalog_source::http::{CatalogdClient, ClientOptions, ReadIdleArgs};
 use crate::cmd::render::CertProviderArg;
+use crate::controller::lean_watch::without_managed_fields;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::{Context, Settings, error_policy, reconcile, reconcile_trigger};
 use crate::controller::{availability, catalogs};
@@ -534,7 +535,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     // Only changes a reconcile acts on start one: the status this controller writes (and our own
     // finalizer patch) would otherwise reconcile every extension once or twice more.
     let (store, writer) = reflector::store();
-    let triggers = watcher(api, watch_config)
+    let triggers = without_managed_fields(watcher(api, watch_config))
         .default_backoff()
         .reflect(writer)
         .applied_objects()
@@ -683,7 +684,11 @@ async fn watch_namespaces(
 ) {
     let api: Api<kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Namespace>> =
         Api::all(client);
-    let events = reflector(cache, watcher(api, watcher::Config::default())).default_backoff();
+    let events = reflector(
+        cache,
+        without_managed_fields(watcher(api, watcher::Config::default())),
+    )
+    .default_backoff();
     let mut events = std::pin::pin!(events);
     loop {
         tokio::select! {

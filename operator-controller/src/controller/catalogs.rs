@@ -41,6 +41,7 @@ use olm_runtime::shutdown::CancellationToken;
 use tokio::sync::mpsc;
 
 use crate::catalog_source::http::{CatalogEndpoint, CatalogdClient};
+use crate::controller::lean_watch::without_managed_fields;
 
 /// What the resolver reads of a ClusterCatalog.
 pub fn catalog_view(catalog: &ClusterCatalog) -> CatalogView {
@@ -171,7 +172,10 @@ pub async fn watch(
 ) {
     let api: Api<ClusterCatalog> = Api::all(client);
     let mut known: HashMap<String, Known> = HashMap::new();
-    let mut events = std::pin::pin!(reflector(cache, watcher(api, watcher::Config::default())));
+    let mut events = std::pin::pin!(reflector(
+        cache,
+        without_managed_fields(watcher(api, watcher::Config::default()))
+    ));
     loop {
         let event = tokio::select! {
             _ = stop.cancelled() => return,

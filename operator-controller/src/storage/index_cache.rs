@@ -28,6 +28,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use olm_operator_core::release::secrets;
 use olm_runtime::shutdown::CancellationToken;
 
+use crate::controller::lean_watch::without_managed_fields;
+
 /// Index Secret name → resourceVersion.
 pub(super) type Versions = BTreeMap<String, String>;
 
@@ -88,8 +90,11 @@ impl IndexCache {
             .fields(&secrets::index_field_selector());
         let synced = cache.synced.clone();
         let task = async move {
-            let events =
-                reflector::reflector(writer, watcher::watcher(api, config)).default_backoff();
+            let events = reflector::reflector(
+                writer,
+                without_managed_fields(watcher::watcher(api, config)),
+            )
+            .default_backoff();
             let mut events = std::pin::pin!(events);
             loop {
                 tokio::select! {
