@@ -16,10 +16,12 @@ fn serve_with_arenas(
     arenas: Option<&str>,
 ) -> (Child, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_catalogd"));
-    match arenas {
-        Some(value) => command.env("MALLOC_ARENA_MAX", value),
-        None => command.env_remove("MALLOC_ARENA_MAX"),
-    };
+    for (name, _) in olm_runtime::allocator::SETTINGS {
+        command.env_remove(name);
+    }
+    if let Some(value) = arenas {
+        command.env("MALLOC_ARENA_MAX", value);
+    }
     let mut child = command
         .arg("serve")
         .arg("--dir")
@@ -143,31 +145,50 @@ fn serve_reports_a_broken_catalog_with_its_file_and_exits_1() {
 }
 
 /// The `MALLOC_ARENA_MAX` a running process started with.
-fn arena_max_of(pid: u32) -> Option<String> {
+/// The allocator variables in the environment of process `pid`, as `NAME=value`.
+fn allocator_settings_of(pid: u32) -> Vec<String> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     environ
         .split(|&b| b == 0)
         .filter_map(|var| std::str::from_utf8(var).ok())
-        .find_map(|var| var.strip_prefix("MALLOC_ARENA_MAX="))
+        .filter(|var| var.starts_with("MALLOC_"))
         .map(str::to_owned)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
 #[tokio::test]
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-async fn catalogd_runs_with_two_allocator_arenas_unless_the_environment_names_a_count() {
+async fn catalogd_runs_with_an_allocator_that_gives_memory_back_unless_the_environment_says_otherwise()
+ {
     let fixture = olm_testdata::path(
         "catalogs/upstream-operator-controller/catalogd/testdata/catalogs/test-catalog",
     );
     let catalog = fixture.join("catalog.yaml");
     // Started again by itself with the variable: same process, serving as usual.
     let (child, base) = serve_with_arenas(&catalog, &["--name", "test-catalog"], None);
-    assert_eq!(arena_max_of(child.id()).as_deref(), Some("2"));
+    assert_eq!(
+        allocator_settings_of(child.id()),
+        [
+            "MALLOC_ARENA_MAX=2",
+            "MALLOC_MMAP_THRESHOLD_=131072",
+            "MALLOC_TRIM_THRESHOLD_=131072"
+        ]
+    );
     let resp = reqwest::get(format!("{base}/api/v1/all")).await.unwrap();
     assert_eq!(resp.status(), 200);
     assert!(terminate(child).success());
 
     // An operator's own value is kept.
     let (child, _) = serve_with_arenas(&catalog, &["--name", "test-catalog"], Some("8"));
-    assert_eq!(arena_max_of(child.id()).as_deref(), Some("8"));
+    assert_eq!(
+        allocator_settings_of(child.id()),
+        [
+            "MALLOC_ARENA_MAX=8",
+            "MALLOC_MMAP_THRESHOLD_=131072",
+            "MALLOC_TRIM_THRESHOLD_=131072"
+        ]
+    );
     assert!(terminate(child).success());
 }

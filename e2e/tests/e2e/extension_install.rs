@@ -186,3 +186,31 @@ async fn install_latest_then_uninstall_removes_everything() {
     assert!(scenario.release_records(&ext).await.is_empty());
     scenario.finish().await;
 }
+
+/// operator-controller sets up glibc's allocator to give memory back after a burst
+/// (`olm_runtime::allocator`): it runs with each setting the environment does not name.
+#[tokio::test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+async fn the_controller_runs_with_an_allocator_that_gives_memory_back() {
+    let scenario = Scenario::start().await;
+    let pid = scenario.controller().pid().expect("the controller runs");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("its environment");
+    let environ: Vec<&str> = environ
+        .split(|&b| b == 0)
+        .filter_map(|var| std::str::from_utf8(var).ok())
+        .collect();
+    for (name, value) in olm_runtime::allocator::SETTINGS {
+        let expected = format!(
+            "{name}={}",
+            std::env::var(name).unwrap_or_else(|_| value.to_owned())
+        );
+        assert!(
+            environ.contains(&expected.as_str()),
+            "{expected} not in the controller's environment: {:?}",
+            environ
+                .iter()
+                .filter(|v| v.starts_with("MALLOC_"))
+                .collect::<Vec<_>>()
+        );
+    }
+}
