@@ -13,6 +13,7 @@
 //!   condition from installed extensions' `olm.maxOpenShiftVersion`, and the cached cluster version.
 //! - [`webhook_certs`]: the built-in webhook certificate provider (CA and serving certificates
 //!   in Secrets beside the release, rotation, removal).
+//! - [`lean_watch`]: what the watch caches keep of each object (no managedFields).
 //! - [`storage`]: installed state (Helm release records in chunked Secrets) through the
 //!   Kubernetes API.
 
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod cmd;
 pub mod controller;
 pub mod gating;
+pub mod lean_watch;
 pub mod storage;
 pub mod webhook_certs;
 pub use olm_operator_core::resolve;

@@ -41,7 +41,7 @@ use olm_runtime::shutdown::CancellationToken;
 use tokio::sync::mpsc;
 
 use crate::catalog_source::http::{CatalogEndpoint, CatalogdClient};
-use crate::controller::lean_watch::without_managed_fields;
+use crate::lean_watch::without_managed_fields;
 
 /// What the resolver reads of a ClusterCatalog.
 pub fn catalog_view(catalog: &ClusterCatalog) -> CatalogView {

@@ -34,7 +34,6 @@ pub mod catalogs;
 pub mod error;
 pub mod events;
 pub mod last_apply;
-pub mod lean_watch;
 pub mod metrics;
 pub mod pending;
 pub mod preflight;

@@ -28,7 +28,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use olm_operator_core::release::secrets;
 use olm_runtime::shutdown::CancellationToken;
 
-use crate::controller::lean_watch::without_managed_fields;
+use crate::lean_watch::without_managed_fields;
 
 /// Index Secret name → resourceVersion.
 pub(super) type Versions = BTreeMap<String, String>;
@@ -50,6 +50,29 @@ impl RawRecord {
             chunk.metadata.managed_fields = None;
         }
         RawRecord { index, chunks }
+    }
+
+    /// A label of the index Secret.
+    fn label(&self, key: &str) -> Option<&str> {
+        self.index
+            .metadata
+            .labels
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
+
+    /// The release version its index Secret's `version` label gives (0 when absent or not a
+    /// number, as Helm reads it).
+    pub(super) fn version(&self) -> i64 {
+        self.label("version")
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or_default()
+    }
+
+    /// Its index Secret's `status` label (`deployed`, `superseded`, ...), empty when absent.
+    pub(super) fn status(&self) -> &str {
+        self.label("status").unwrap_or_default()
     }
 
     fn name(&self) -> &str {
@@ -270,6 +293,21 @@ mod tests {
 
     fn v(key: &str, rv: &str) -> (String, String) {
         (key.to_owned(), rv.to_owned())
+    }
+
+    #[test]
+    fn a_records_version_and_status_come_from_its_index_labels_as_helm_reads_them() {
+        let mut deployed = record("e", 3, "1");
+        let labels = deployed.index.metadata.labels.get_or_insert_default();
+        labels.insert("version".to_owned(), "3".to_owned());
+        labels.insert("status".to_owned(), "deployed".to_owned());
+        assert_eq!((deployed.version(), deployed.status()), (3, "deployed"));
+
+        // Not Helm's: no labels to read, so version 0 and no status.
+        let mut foreign = record("e", 4, "2");
+        foreign.index.metadata.labels =
+            Some(BTreeMap::from([("version".to_owned(), "four".to_owned())]));
+        assert_eq!((foreign.version(), foreign.status()), (0, ""));
     }
 
     #[test]

@@ -315,13 +315,8 @@ impl ReleaseStore {
         let mut out = History::default();
         for record in records {
             let index = &record.index;
-            let labels = index.metadata.labels.as_ref();
-            let label = |key: &str| labels.and_then(|l| l.get(key)).cloned();
-            let version = label("version")
-                .and_then(|v| v.parse::<i64>().ok())
-                .unwrap_or_default();
             out.records
-                .push((version, label("status").unwrap_or_default()));
+                .push((record.version(), record.status().to_owned()));
             match secrets::decode_release(index, &record.chunks, self.limits) {
                 Ok(r) => out.releases.push(r),
                 Err(source) => out
@@ -339,22 +334,8 @@ impl ReleaseStore {
         if let Some(records) = self.index.as_ref().and_then(|cache| cache.records(name)) {
             let deployed = records
                 .iter()
-                .filter(|r| {
-                    r.index
-                        .metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get("status"))
-                        == Some(&"deployed".to_owned())
-                })
-                .max_by_key(|r| {
-                    r.index
-                        .metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get("version"))
-                        .and_then(|v| v.parse::<i64>().ok())
-                });
+                .filter(|r| r.status() == "deployed")
+                .max_by_key(|r| r.version());
             return match deployed {
                 Some(record) => secrets::decode_release(&record.index, &record.chunks, self.limits)
                     .map(Some)
