@@ -29,7 +29,7 @@ use tokio::time::{Instant, sleep};
 
 use super::call::{bounded, dynamic_api, read_metadata, read_object};
 use super::drift::metadata_fingerprint;
-use super::error::ApplyError;
+use super::error::{ApiFailure, ApplyError};
 use super::identity::{client_for, require_permissions, require_service_account};
 use super::{AppliedObject, Applier, ApplyOutcome, ApplyRequest};
 
@@ -144,13 +144,8 @@ impl Applier {
                 let took_over = self
                     .take_over_fields(client, step, live.as_ref().map(|o| &o.metadata))
                     .await?;
-                match self.server_side_apply(client, step, None).await {
-                    Ok(applied) => Ok((live, applied, took_over)),
-                    Err(GuardedApplyError::Failed(e)) => Err(e),
-                    Err(GuardedApplyError::Changed) => {
-                        unreachable!("an apply without a guard has no condition to fail")
-                    }
-                }
+                let applied = self.server_side_apply_unguarded(client, step).await?;
+                Ok((live, applied, took_over))
             }
             Err(GuardedApplyError::Failed(e)) => Err(e),
         }
@@ -381,22 +376,54 @@ impl Applier {
         Ok(true)
     }
 
-    /// Server-side apply of one object with `force`, on condition of `guard` when given. An
-    /// object whose kind a CRD of the set defines is retried on 404 until the CRD's bound: the
-    /// API server may serve a just Established CRD's resource a moment later.
+    /// A forced server-side apply of `step`, on condition of the guard's resourceVersion when
+    /// one is given. A guarded apply refused with a conflict is [`GuardedApplyError::Changed`]
+    /// (only a condition fails a forced apply with a conflict).
     async fn server_side_apply(
         &self,
         client: &Client,
         step: &ApplyStep,
         guard: Option<&Guard>,
     ) -> Result<DynamicObject, GuardedApplyError> {
+        let resource_version = guard.map(Guard::resource_version);
+        self.patch_apply(client, step, resource_version)
+            .await
+            .map_err(|e| {
+                if e.is_conflict() && resource_version.is_some() {
+                    GuardedApplyError::Changed
+                } else {
+                    GuardedApplyError::Failed(ApplyError::api(format!("apply {}", step.object))(e))
+                }
+            })
+    }
+
+    /// [`Applier::server_side_apply`] on no condition.
+    async fn server_side_apply_unguarded(
+        &self,
+        client: &Client,
+        step: &ApplyStep,
+    ) -> Result<DynamicObject, ApplyError> {
+        self.patch_apply(client, step, None)
+            .await
+            .map_err(ApplyError::api(format!("apply {}", step.object)))
+    }
+
+    /// The apply call itself. An object whose kind a CRD of the set defines is retried on 404
+    /// until the CRD's bound: the API server may serve a just Established CRD's resource a moment
+    /// later. A kind still not found is forgotten by discovery.
+    async fn patch_apply(
+        &self,
+        client: &Client,
+        step: &ApplyStep,
+        resource_version: Option<&str>,
+    ) -> Result<DynamicObject, ApiFailure> {
         let api = dynamic_api(client, &step.resource, step.object.namespace.as_deref());
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let deadline = Instant::now() + self.config.crd_established_timeout;
         let mut pause = Duration::from_millis(100);
         let body = GuardedBody {
             body: &step.body,
-            resource_version: guard.map(Guard::resource_version),
+            resource_version,
         };
         loop {
             match bounded(
@@ -406,10 +433,6 @@ impl Applier {
             .await
             {
                 Ok(object) => return Ok(object),
-                // Only a condition fails a forced apply with a conflict.
-                Err(e) if e.is_conflict() && guard.is_some() => {
-                    return Err(GuardedApplyError::Changed);
-                }
                 Err(e)
                     if e.is_not_found()
                         && step.needs_established_crd.is_some()
@@ -422,10 +445,7 @@ impl Applier {
                     if e.is_not_found() {
                         self.discovery.forget(&step.resource.gvk);
                     }
-                    return Err(GuardedApplyError::Failed(ApplyError::api(format!(
-                        "apply {}",
-                        step.object
-                    ))(e)));
+                    return Err(e);
                 }
             }
         }
