@@ -4,17 +4,48 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-/// Starts `catalogd serve` on a free port and returns the child and its base URL.
-fn serve(dir: &std::path::Path, extra: &[&str]) -> (Child, String) {
-    serve_with_arenas(dir, extra, None)
+/// A running `catalogd serve`. Dropped without [`Served::terminate`] (a failed assertion), it is
+/// killed, so a failing test does not leave a server behind.
+struct Served(Option<Child>);
+
+impl Served {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map(Child::id).unwrap_or_default()
+    }
+
+    /// SIGTERM, then its exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let mut child = self.0.take().unwrap();
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        child.wait().unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts `catalogd serve` on a free port and returns it and its base URL.
+fn serve(dir: &std::path::Path, extra: &[&str]) -> (Served, String) {
+    serve_with_allocator_settings(dir, extra, None)
 }
 
 /// [`serve`] with `MALLOC_ARENA_MAX` set to `arenas`, or removed from the environment.
-fn serve_with_arenas(
+fn serve_with_allocator_settings(
     dir: &std::path::Path,
     extra: &[&str],
     arenas: Option<&str>,
-) -> (Child, String) {
+) -> (Served, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_catalogd"));
     for (name, _) in olm_runtime::allocator::SETTINGS {
         command.env_remove(name);
@@ -31,27 +62,17 @@ fn serve_with_arenas(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let served = Served(Some(child));
     let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(stderr).read_line(&mut line).unwrap();
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .trim_end_matches("/api/v1/all")
         .to_string();
-    (child, url)
-}
-
-fn terminate(mut child: Child) -> std::process::ExitStatus {
-    let status = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    child.wait().unwrap()
+    (served, url)
 }
 
 #[tokio::test]
@@ -100,7 +121,7 @@ async fn serve_answers_with_upstreams_exact_bytes_and_stops_cleanly_on_sigterm()
         "{metrics}"
     );
 
-    let status = terminate(child);
+    let status = child.terminate();
     assert!(status.success(), "{status:?}");
 }
 
@@ -167,7 +188,7 @@ async fn catalogd_runs_with_an_allocator_that_gives_memory_back_unless_the_envir
     );
     let catalog = fixture.join("catalog.yaml");
     // Started again by itself with the variable: same process, serving as usual.
-    let (child, base) = serve_with_arenas(&catalog, &["--name", "test-catalog"], None);
+    let (child, base) = serve_with_allocator_settings(&catalog, &["--name", "test-catalog"], None);
     assert_eq!(
         allocator_settings_of(child.id()),
         [
@@ -178,10 +199,11 @@ async fn catalogd_runs_with_an_allocator_that_gives_memory_back_unless_the_envir
     );
     let resp = reqwest::get(format!("{base}/api/v1/all")).await.unwrap();
     assert_eq!(resp.status(), 200);
-    assert!(terminate(child).success());
+    assert!(child.terminate().success());
 
     // An operator's own value is kept.
-    let (child, _) = serve_with_arenas(&catalog, &["--name", "test-catalog"], Some("8"));
+    let (child, _) =
+        serve_with_allocator_settings(&catalog, &["--name", "test-catalog"], Some("8"));
     assert_eq!(
         allocator_settings_of(child.id()),
         [
@@ -190,5 +212,5 @@ async fn catalogd_runs_with_an_allocator_that_gives_memory_back_unless_the_envir
             "MALLOC_TRIM_THRESHOLD_=131072"
         ]
     );
-    assert!(terminate(child).success());
+    assert!(child.terminate().success());
 }
