@@ -48,6 +48,8 @@ const SYSTEM_NAMESPACE: &str = "olmv1-system";
 const PACKAGES: usize = 10;
 const CATALOGS: usize = 3;
 const POLL_FAST: Duration = Duration::from_millis(100);
+/// A P4 wait longer than this prints how the extension's conditions moved and the controller's log.
+const P4_SLOW_SECONDS: f64 = 1.0;
 const POLL: Duration = Duration::from_secs(1);
 const SETTLE: Duration = Duration::from_secs(30);
 const IDLE_WINDOW: Duration = Duration::from_secs(60);
@@ -414,8 +416,27 @@ async fn run(settings: Settings) {
                 )
                 .await
                 .unwrap();
+            // Each change of the extension's conditions while waiting, printed when the wait is
+            // slow, so a slow P4 says which step it waited in.
+            let mut timeline: Vec<(f64, String)> = Vec::new();
             let resolved = loop {
                 let ce = extensions.get(&name).await.unwrap();
+                let conditions = ce
+                    .status
+                    .as_ref()
+                    .map(|s| {
+                        s.conditions
+                            .iter()
+                            .map(|c| {
+                                format!("{}={:?} {}: {}", c.type_, c.status, c.reason, c.message)
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    })
+                    .unwrap_or_default();
+                if timeline.last().map(|(_, c)| c) != Some(&conditions) {
+                    timeline.push((started.elapsed().as_secs_f64(), conditions));
+                }
                 let has_bundle = ce
                     .status
                     .as_ref()
@@ -433,6 +454,18 @@ async fn run(settings: Settings) {
                 tokio::time::sleep(POLL_FAST).await;
             };
             println!("bench-upstream: P4 {label}: bundle in status after {resolved:.2}s");
+            if resolved > P4_SLOW_SECONDS {
+                println!(
+                    "bench-upstream: P4 {label} was slow; conditions of {name} while waiting:"
+                );
+                for (at, conditions) in &timeline {
+                    println!("  {at:6.2}s {conditions}");
+                }
+                println!(
+                    "bench-upstream: operator-controller's log:\n{}",
+                    controller.log_tail(80)
+                );
+            }
             results.insert(format!("p4_{label}_seconds"), resolved);
         }
 
