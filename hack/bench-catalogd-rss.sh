@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # catalogd's memory around a burst of `/all` downloads: VmRSS idle, VmHWM and VmRSS right after
 # `wrk -t2 -c64 -d20s` of `/api/v1/all` (plain HTTP, `catalogd serve`), VmRSS 30 s later, the
-# server's CPU seconds over the load and wrk's throughput. Results: docs/PERFORMANCE.md.
+# server's CPU seconds over the load, wrk's throughput and its p50/p99 latency (fairness: under
+# fair sharing every download takes about as long as the others). Results: docs/PERFORMANCE.md.
 #
 # Usage: [TLS=1] hack/bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]
 #   FBC_DIR defaults to the derived community catalog (unpacked once by olm-testdata).
@@ -36,13 +37,14 @@ mib() { awk -v k="$1:" '$1 == k {printf "%.1f", $2 / 1024}' "/proc/${pid}/status
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/${pid}/stat"; }
 idle="$(mib VmRSS)"
 before="$(cpu)"
-out="$(wrk -t2 -c64 -d20s --timeout 60s "${url}")"
+out="$(wrk -t2 -c64 -d20s --timeout 60s --latency "${url}")"
 after_cpu="$(cpu)"
 after="$(mib VmRSS)"
 peak="$(mib VmHWM)"
 sleep 30
 later="$(mib VmRSS)"
 mb_per_s="$(echo "${out}" | awk '/Transfer\/sec/ {v = $2; if (v ~ /GB/) {sub("GB", "", v); v *= 1024} else {sub("MB", "", v)} print v}')"
+latency="$(echo "${out}" | awk '$1 == "50%" {p50 = $2} $1 == "99%" {p99 = $2} END {print "p50 " p50 ", p99 " p99}')"
 cpu_s="$(awk -v a="${before}" -v b="${after_cpu}" 'BEGIN {printf "%.2f", b - a}')"
 cpu_per_gb="$(awk -v c="${cpu_s}" -v m="${mb_per_s}" 'BEGIN {printf "%.2f", c / (m * 20 / 1024)}')"
-echo "${label}: RSS idle ${idle} MiB; peak ${peak} MiB; after the load ${after} MiB; 30 s later ${later} MiB; ${mb_per_s} MB/s; ${cpu_s} CPU s (${cpu_per_gb} per GB); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "${label}: RSS idle ${idle} MiB; peak ${peak} MiB; after the load ${after} MiB; 30 s later ${later} MiB; ${mb_per_s} MB/s; ${cpu_s} CPU s (${cpu_per_gb} per GB); ${latency}; load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,7 +1,8 @@
 //! Streams stored catalog bytes into a response body without loading them into memory.
 //!
 //! Input: a [`StoredCatalog`] and the pieces to send. Output: an axum [`Body`]. Reads the local
-//! filesystem on a blocking thread; no network IO of its own.
+//! filesystem (page-cache hits on the runtime thread, anything else on a blocking thread); no
+//! network IO of its own.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, Weak};
@@ -106,22 +107,31 @@ fn read_all(catalog: &StoredCatalog, pieces: &[Piece]) -> io::Result<Bytes> {
     Ok(out.freeze())
 }
 
-/// Reads one chunk each time the connection asks for more, on the blocking pool.
+/// Reads one chunk each time the connection asks for more: on the runtime thread when the page
+/// cache holds it, else on the blocking pool.
 ///
 /// No thread is tied to a response: a slow or stalled client holds no thread and no buffered
-/// chunk beyond the one hyper is writing, and the blocking pool is shared fairly among all
-/// connections (a thread per response let a few fast ones starve the rest: seconds of p99 latency
-/// at 64 concurrent `/all` downloads).
+/// chunk beyond the one hyper is writing. Connections take turns at reading ([`READ_TURNS`]), so
+/// a connection whose reads never wait cannot keep a runtime thread and starve the others (a
+/// thread per response, and inline reads without turns, both put p99 latency at seconds for 64
+/// concurrent `/all` downloads).
 fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
     let cursor = Cursor::new(catalog, pieces);
     let stream = futures::stream::unfold(Some(cursor), |state| async move {
         let mut cursor = state?;
-        let (cursor, item) = tokio::task::spawn_blocking(move || {
-            let item = cursor.next_chunk();
-            (cursor, item)
-        })
-        .await
-        .ok()?;
+        let cached = {
+            let _turn = READ_TURNS.acquire().await.ok()?;
+            cursor.next_chunk_cached()
+        };
+        let (cursor, item) = match cached {
+            Cached::Ready(item) => (cursor, item),
+            Cached::WouldWait => tokio::task::spawn_blocking(move || {
+                let item = cursor.next_chunk();
+                (cursor, item)
+            })
+            .await
+            .ok()?,
+        };
         match item {
             None => None,
             // Stop after an error: the body ends there and hyper aborts the response.
@@ -132,8 +142,37 @@ fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
     Body::from_stream(stream)
 }
 
-/// `StoredCatalog::read_jsonl_at` or `read_gzip_at`.
+/// Turns at reading a chunk on the runtime thread, handed out in the order connections ask for
+/// them (tokio's semaphore is fair): under load every streaming response waits its turn per
+/// chunk, which gives each connection its share of the runtime threads, as the blocking pool's
+/// queue did, without the two thread hand-offs per chunk. A turn lasts one page-cache copy.
+static READ_TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// What [`Cursor::next_chunk_cached`] found.
+enum Cached {
+    /// The next chunk, or the end (`None`).
+    Ready(Option<io::Result<Bytes>>),
+    /// The next chunk would wait for the disk; nothing was consumed.
+    WouldWait,
+}
+
+/// `StoredCatalog::read_jsonl_at` or `read_gzip_at` (or their page-cache-only forms).
 type ReadAt = fn(&StoredCatalog, &mut [u8], u64) -> io::Result<usize>;
+
+/// The file bytes of the next chunk, not yet read.
+#[derive(Clone, Copy)]
+struct FileRange {
+    read_at: ReadAt,
+    read_cached_at: ReadAt,
+    offset: u64,
+    len: usize,
+}
+
+/// What a cursor sends next.
+enum Step {
+    Bytes(Bytes),
+    File(FileRange),
+}
 
 /// Position in a list of pieces.
 struct Cursor {
@@ -144,6 +183,8 @@ struct Cursor {
     done_in_piece: u64,
     /// Read buffers of this response ([`ReadBuffers`]).
     buffers: ReadBuffers,
+    /// Whether page-cache-only reads are worth trying (false once the filesystem refused one).
+    cached_reads: bool,
 }
 
 /// The read buffers of one response: anonymous memory mappings of [`CHUNK`] bytes, outside the
@@ -167,6 +208,14 @@ impl ReadBuffers {
             Some(map) => Ok(map),
             None => MmapMut::map_anon(CHUNK),
         }
+    }
+
+    /// Returns a mapping taken and not used.
+    fn put_back(&self, map: MmapMut) {
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(map);
     }
 
     /// The first `len` bytes of `map` as a chunk that returns `map` here when dropped.
@@ -209,44 +258,99 @@ impl Cursor {
             piece: 0,
             done_in_piece: 0,
             buffers: ReadBuffers::default(),
+            cached_reads: true,
         }
     }
 
-    /// The next chunk (at most [`CHUNK`] bytes), or `None` at the end. Blocking.
-    fn next_chunk(&mut self) -> Option<io::Result<Bytes>> {
+    /// Moves past finished pieces: the static bytes to send next, the file range to read next
+    /// (consumed only once read), or `None` at the end.
+    fn next_step(&mut self) -> Option<Step> {
         loop {
             let piece = self.pieces.get(self.piece)?;
-            let (section, read_at): (Section, ReadAt) = match piece {
+            let (section, read_at, read_cached_at): (Section, ReadAt, ReadAt) = match piece {
                 Piece::Static(b) => {
                     let b = b.clone();
                     self.piece += 1;
                     if b.is_empty() {
                         continue;
                     }
-                    return Some(Ok(b));
+                    return Some(Step::Bytes(b));
                 }
-                Piece::Jsonl(s) => (*s, StoredCatalog::read_jsonl_at),
-                Piece::Gzip(s) => (*s, StoredCatalog::read_gzip_at),
+                Piece::Jsonl(s) => (
+                    *s,
+                    StoredCatalog::read_jsonl_at,
+                    StoredCatalog::read_jsonl_cached_at,
+                ),
+                Piece::Gzip(s) => (
+                    *s,
+                    StoredCatalog::read_gzip_at,
+                    StoredCatalog::read_gzip_cached_at,
+                ),
             };
             if self.done_in_piece >= section.len {
                 self.piece += 1;
                 self.done_in_piece = 0;
                 continue;
             }
-            let offset = section.offset + self.done_in_piece;
-            let want = usize::try_from(section.len - self.done_in_piece)
+            let len = usize::try_from(section.len - self.done_in_piece)
                 .unwrap_or(CHUNK)
                 .min(CHUNK);
-            self.done_in_piece += want as u64;
-            let mut map = match self.buffers.take() {
-                Ok(map) => map,
-                Err(e) => return Some(Err(e)),
-            };
-            let catalog = &self.catalog;
-            let read = read_exact_at(&mut map[..want], offset, |buf, off| {
-                read_at(catalog, buf, off)
-            });
-            return Some(read.map(|()| self.buffers.chunk(map, want)));
+            return Some(Step::File(FileRange {
+                read_at,
+                read_cached_at,
+                offset: section.offset + self.done_in_piece,
+                len,
+            }));
+        }
+    }
+
+    /// The next chunk (at most [`CHUNK`] bytes), or `None` at the end. Blocking.
+    fn next_chunk(&mut self) -> Option<io::Result<Bytes>> {
+        let range = match self.next_step()? {
+            Step::Bytes(b) => return Some(Ok(b)),
+            Step::File(range) => range,
+        };
+        self.done_in_piece += range.len as u64;
+        let mut map = match self.buffers.take() {
+            Ok(map) => map,
+            Err(e) => return Some(Err(e)),
+        };
+        let catalog = &self.catalog;
+        let read = read_exact_at(&mut map[..range.len], range.offset, |buf, off| {
+            (range.read_at)(catalog, buf, off)
+        });
+        Some(read.map(|()| self.buffers.chunk(map, range.len)))
+    }
+
+    /// [`Cursor::next_chunk`] without waiting for the disk: static bytes, or a chunk the page
+    /// cache holds in full. Anything else (part of it on disk, a read error, a filesystem without
+    /// page-cache-only reads) is [`Cached::WouldWait`], left for [`Cursor::next_chunk`] to read
+    /// and report.
+    fn next_chunk_cached(&mut self) -> Cached {
+        let range = match self.next_step() {
+            None => return Cached::Ready(None),
+            Some(Step::Bytes(b)) => return Cached::Ready(Some(Ok(b))),
+            Some(Step::File(range)) => range,
+        };
+        if !self.cached_reads {
+            return Cached::WouldWait;
+        }
+        let mut map = match self.buffers.take() {
+            Ok(map) => map,
+            Err(e) => return Cached::Ready(Some(Err(e))),
+        };
+        match (range.read_cached_at)(&self.catalog, &mut map[..range.len], range.offset) {
+            Ok(n) if n == range.len => {
+                self.done_in_piece += range.len as u64;
+                Cached::Ready(Some(Ok(self.buffers.chunk(map, range.len))))
+            }
+            result => {
+                if result.is_err_and(|e| e.kind() == io::ErrorKind::Unsupported) {
+                    self.cached_reads = false;
+                }
+                self.buffers.put_back(map);
+                Cached::WouldWait
+            }
         }
     }
 }
@@ -412,6 +516,81 @@ mod tests {
         assert!(sizes.iter().all(|&n| n > 0 && n <= CHUNK), "{sizes:?}");
         assert_eq!(sizes.len(), 1 + jsonl.len().div_ceil(CHUNK) + 2);
         assert!(cursor.next_chunk().is_none(), "the cursor stays at the end");
+    }
+
+    /// Drains `cursor` as the streaming body does: page-cache reads, and a blocking read for
+    /// each chunk they leave. Returns the bytes, and how many chunks each way gave.
+    fn drain_cached_first(cursor: &mut Cursor) -> (Vec<u8>, usize, usize) {
+        let (mut out, mut cached, mut blocking) = (Vec::new(), 0, 0);
+        loop {
+            let chunk = match cursor.next_chunk_cached() {
+                Cached::Ready(chunk) => {
+                    cached += 1;
+                    chunk
+                }
+                Cached::WouldWait => {
+                    blocking += 1;
+                    cursor.next_chunk()
+                }
+            };
+            match chunk {
+                Some(chunk) => out.extend_from_slice(&chunk.expect("chunk")),
+                None => return (out, cached - 1, blocking),
+            }
+        }
+    }
+
+    #[test]
+    fn page_cache_reads_and_blocking_reads_interleave_into_the_same_bytes() {
+        let (_dir, catalog, jsonl) = stored(1200); // about 1.2 MiB: five chunks
+        let len = catalog.len();
+        let pieces = vec![
+            Piece::Static(Bytes::from_static(b"--head--")),
+            Piece::Jsonl(Section { offset: 0, len }),
+            Piece::Jsonl(Section { offset: 5, len: 10 }),
+        ];
+        let mut expected = b"--head--".to_vec();
+        expected.extend_from_slice(&jsonl);
+        expected.extend_from_slice(&jsonl[5..15]);
+
+        // Just written, so in the page cache: every chunk is read without waiting where the
+        // filesystem offers page-cache-only reads.
+        let mut cursor = Cursor::new(catalog.clone(), pieces.clone());
+        let (out, cached, blocking) = drain_cached_first(&mut cursor);
+        assert_eq!(out, expected);
+        assert_eq!(cached + blocking, 1 + jsonl.len().div_ceil(CHUNK) + 1);
+        if cursor.cached_reads {
+            assert_eq!(
+                blocking, 0,
+                "a just-written file is read from the page cache"
+            );
+        }
+
+        // Without them, every file chunk goes to the blocking read, and nothing is skipped.
+        let mut cursor = Cursor::new(catalog, pieces);
+        cursor.cached_reads = false;
+        let (out, cached, blocking) = drain_cached_first(&mut cursor);
+        assert_eq!(out, expected);
+        assert_eq!((cached, blocking), (1, jsonl.len().div_ceil(CHUNK) + 1));
+    }
+
+    /// A large body streams through the read turns with the exact bytes, and many at once all
+    /// finish (no turn is kept).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streaming_bodies_take_turns_and_carry_the_exact_bytes() {
+        let (_dir, catalog, jsonl) = stored(1200);
+        let len = catalog.len();
+        let downloads = (0..16).map(|_| {
+            let body = stream(
+                catalog.clone(),
+                vec![Piece::Jsonl(Section { offset: 0, len })],
+                false,
+            );
+            tokio::spawn(axum::body::to_bytes(body, usize::MAX))
+        });
+        for download in futures::future::join_all(downloads).await {
+            assert_eq!(download.expect("task").expect("body"), jsonl);
+        }
     }
 
     #[test]

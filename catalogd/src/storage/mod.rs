@@ -247,10 +247,35 @@ impl StoredCatalog {
     pub fn read_gzip_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.gzip.read_at(buf, offset)
     }
+    /// [`Self::read_jsonl_at`] of only what the page cache holds: it never waits for the disk,
+    /// and reads fewer bytes than asked (or fails with `WouldBlock`) where it would.
+    pub fn read_jsonl_cached_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        read_cached_at(&self.jsonl, buf, offset)
+    }
+    /// [`Self::read_gzip_at`] of only what the page cache holds (as [`Self::read_jsonl_cached_at`]).
+    pub fn read_gzip_cached_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        read_cached_at(&self.gzip, buf, offset)
+    }
     /// Path of the JSON Lines file (for tools and tests; handlers read through the open file).
     pub fn jsonl_path(&self) -> PathBuf {
         self.dir.join(JSONL)
     }
+}
+
+/// `preadv2` with `RWF_NOWAIT`: a read served from the page cache alone. A kernel or filesystem
+/// without it is `ErrorKind::Unsupported`, so callers can stop trying and read as usual.
+fn read_cached_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use rustix::io::Errno;
+    rustix::io::preadv2(
+        file,
+        &mut [io::IoSliceMut::new(buf)],
+        offset,
+        rustix::io::ReadWriteFlags::NOWAIT,
+    )
+    .map_err(|e| match e {
+        Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL => io::ErrorKind::Unsupported.into(),
+        e => e.into(),
+    })
 }
 
 impl Storage {
