@@ -552,6 +552,18 @@ pub fn scan_value(input: &[u8], start: usize) -> Result<usize, ParseError> {
     Ok(p.pos)
 }
 
+/// Decodes the JSON string whose opening quote is at `start` with Go's rules (escapes, U+FFFD for
+/// invalid UTF-8 and lone surrogates); returns it and the index just past its closing quote.
+pub(crate) fn decode_string_at(input: &[u8], start: usize) -> Result<(String, usize), ParseError> {
+    let mut p = Parser {
+        input,
+        pos: start,
+        syntax_only: false,
+    };
+    let s = p.string()?;
+    Ok((s, p.pos))
+}
+
 /// True when `s` matches the JSON number grammar.
 pub fn is_json_number(s: &[u8]) -> bool {
     scan_number(s, 0) == Ok(s.len())
@@ -559,7 +571,7 @@ pub fn is_json_number(s: &[u8]) -> bool {
 
 /// Scans a JSON number starting at `start`: the index just past it, or the index of the offending
 /// byte and the context Go's decoder names in its error ("in numeric literal", ...).
-fn scan_number(s: &[u8], start: usize) -> Result<usize, (usize, &'static str)> {
+pub(crate) fn scan_number(s: &[u8], start: usize) -> Result<usize, (usize, &'static str)> {
     let digits = |mut i: usize| {
         while matches!(s.get(i), Some(b'0'..=b'9')) {
             i += 1;

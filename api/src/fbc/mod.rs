@@ -6,12 +6,14 @@
 //! validation [`validate::Report`]. Reads local files only; no network.
 //!
 //! - [`gojson`]: Go `encoding/json` canonical encoding (the byte contract of served blobs).
+//! - [`canonical`]: the same encoding straight from JSON text, for catalogd's ingest.
 //! - [`walk`]: directory walk in upstream order, `.indexignore`, JSON and YAML streams.
 //! - [`yaml`]: YAML 1.1 document conversion as sigs.k8s.io/yaml does it.
 //! - [`model`]: typed packages, channels, bundles and deprecations.
 //! - [`property`]: typed property readers.
 //! - [`validate`]: what `opm validate` checks, as a separate verdict.
 
+pub mod canonical;
 pub mod gojson;
 pub mod image_ref;
 pub mod indexignore;

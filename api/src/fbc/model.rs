@@ -228,6 +228,7 @@ impl DeclarativeConfig {
         walk::walk_objects_dir(
             root,
             walk::NullDocuments::AsObjects,
+            walk::Decode::Values,
             &mut |raw: RawObject| cfg.push_raw(raw),
         )?;
         Ok(cfg)
@@ -264,6 +265,7 @@ impl DeclarativeConfig {
             value,
             origin: meta.origin,
             empty_document: false,
+            canonical: None,
         })
     }
 

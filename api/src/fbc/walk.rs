@@ -38,6 +38,7 @@ use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 use std::sync::Arc;
 
+use super::canonical::{self, Canonicalizer};
 use super::gojson::{self, Object, Value};
 use super::indexignore::{INDEX_IGNORE_FILE, IgnoreMatcher};
 use super::yaml::{self, DocumentSplitter, SplitError, YamlError};
@@ -143,12 +144,17 @@ pub(crate) struct RawObject {
     pub origin: Origin,
     /// An empty YAML document (blank, comments only, `~`): upstream's blob for it is empty.
     pub empty_document: bool,
+    /// The canonical encoding, when a blobs-only walk wrote it straight from the JSON text;
+    /// `value` is then `Value::Null` (see [`Decode::BlobsOnly`]).
+    pub canonical: Option<Vec<u8>>,
 }
 
 impl RawObject {
     pub(crate) fn into_meta(self) -> Meta {
         let blob = if self.empty_document {
             Vec::new()
+        } else if let Some(canonical) = self.canonical {
+            canonical
         } else {
             self.value.to_canonical()
         };
@@ -178,15 +184,29 @@ pub enum NullDocuments {
     AsObjects,
 }
 
+/// What a walk's consumer needs of each object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decode {
+    /// The decoded [`Value`] (the typed loader and validation read it).
+    Values,
+    /// Only the canonical blob and the meta keys: JSON objects are encoded straight from their
+    /// text ([`super::canonical`]) and the tree is built only for what that path leaves to the
+    /// full parser. The blobs, meta keys and errors are the same either way.
+    BlobsOnly,
+}
+
 /// Streams every object under `root` in upstream order, honouring `.indexignore`, calling `f` for
 /// each; stops at the first error. `root` may also be a single file.
 pub fn walk_metas_dir(
     root: &Path,
     mut f: impl FnMut(Meta) -> Result<(), WalkError>,
 ) -> Result<(), WalkError> {
-    walk_objects_dir(root, NullDocuments::Skip, &mut |raw: RawObject| {
-        f(raw.into_meta())
-    })
+    walk_objects_dir(
+        root,
+        NullDocuments::Skip,
+        Decode::BlobsOnly,
+        &mut |raw: RawObject| f(raw.into_meta()),
+    )
 }
 
 /// Streams every object of a JSON or YAML stream (JSON Lines, concatenated JSON, `---`-separated
@@ -196,14 +216,19 @@ pub fn walk_metas_reader(
     source_name: &str,
     mut f: impl FnMut(Meta) -> Result<(), WalkError>,
 ) -> Result<(), WalkError> {
-    read_stream(r, Arc::from(source_name), &mut |raw: RawObject| {
-        f(raw.into_meta())
-    })
+    read_stream_with(
+        r,
+        Arc::from(source_name),
+        NullDocuments::Skip,
+        Decode::BlobsOnly,
+        &mut |raw: RawObject| f(raw.into_meta()),
+    )
 }
 
 pub(crate) fn walk_objects_dir<E: From<WalkError>>(
     root: &Path,
     null_documents: NullDocuments,
+    decode: Decode,
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
     catalog_files(root, &mut |path: &Path| {
@@ -212,6 +237,7 @@ pub(crate) fn walk_objects_dir<E: From<WalkError>>(
             file,
             Arc::from(path.display().to_string()),
             null_documents,
+            decode,
             f,
         )
     })
@@ -291,13 +317,14 @@ pub(crate) fn read_stream<E: From<WalkError>>(
     file: Arc<str>,
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
-    read_stream_with(r, file, NullDocuments::Skip, f)
+    read_stream_with(r, file, NullDocuments::Skip, Decode::Values, f)
 }
 
 pub(crate) fn read_stream_with<E: From<WalkError>>(
     mut r: impl Read,
     file: Arc<str>,
     null_documents: NullDocuments,
+    decode: Decode,
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
     let io_err = |source: io::Error| WalkError::Io {
@@ -315,6 +342,7 @@ pub(crate) fn read_stream_with<E: From<WalkError>>(
         file,
         index: 0,
         null_documents,
+        canonicalizer: (decode == Decode::BlobsOnly).then(Canonicalizer::new),
     };
     if is_json {
         read_json(reader, &mut cx, f)
@@ -328,6 +356,8 @@ struct StreamCx {
     /// Objects emitted so far from this stream.
     index: usize,
     null_documents: NullDocuments,
+    /// Present for [`Decode::BlobsOnly`].
+    canonicalizer: Option<Canonicalizer>,
 }
 
 impl StreamCx {
@@ -374,6 +404,11 @@ fn read_json<E: From<WalkError>>(
         let Some((line, column)) = next else {
             return Ok(());
         };
+        if let Some(obj) = encode_directly(&buf, cx, line, column) {
+            cx.index += 1;
+            f(obj)?;
+            continue;
+        }
         let decoded = match gojson::parse(&buf) {
             Ok(v) => to_raw_object(v, cx.origin(line, column), true),
             Err(e) => {
@@ -400,6 +435,24 @@ fn read_json<E: From<WalkError>>(
             }
         }
     }
+}
+
+/// For [`Decode::BlobsOnly`]: the object in `buf` encoded straight from its text, or `None` when
+/// the full parser must decide (see [`super::canonical`]).
+fn encode_directly(buf: &[u8], cx: &mut StreamCx, line: usize, column: usize) -> Option<RawObject> {
+    let canonicalizer = cx.canonicalizer.as_mut()?;
+    let mut blob = Vec::with_capacity(buf.len());
+    let values = canonicalizer.encode(buf, &mut blob)?;
+    let (schema, package, name) = canonical::meta_strings(&blob, &values)?;
+    Some(RawObject {
+        schema,
+        package,
+        name,
+        value: Value::Null,
+        origin: cx.origin(line, column),
+        empty_document: false,
+        canonical: Some(blob),
+    })
 }
 
 /// 1-based line/column of byte `offset` in `buf`, which starts at `line`/`column`.
@@ -434,6 +487,7 @@ fn read_yaml<E: From<WalkError>>(
                     value: Value::Null,
                     origin: cx.origin(doc.first_line, 1),
                     empty_document: true,
+                    canonical: None,
                 })),
                 Ok(None) => continue,
                 Err(e) => Err(WalkError::Syntax {
@@ -476,6 +530,7 @@ fn to_raw_object(v: Value, at: Origin, from_json: bool) -> Result<Option<RawObje
                 value: Value::Null,
                 origin: at,
                 empty_document: false,
+                canonical: None,
             }));
         }
         Value::Null => return Ok(None),
@@ -497,6 +552,7 @@ fn to_raw_object(v: Value, at: Origin, from_json: bool) -> Result<Option<RawObje
         value: Value::Object(obj),
         origin: at,
         empty_document: false,
+        canonical: None,
     }))
 }
 
@@ -580,10 +636,10 @@ fn meta_keys(obj: &Object) -> Result<(String, String, String), String> {
 
 /// Moves a 1-based line/column (columns count bytes) past `bytes`.
 fn advance(line: &mut usize, column: &mut usize, bytes: &[u8]) {
-    match bytes.iter().rposition(|b| *b == b'\n') {
+    match memchr::memrchr(b'\n', bytes) {
         None => *column += bytes.len(),
         Some(last) => {
-            *line += bytes.iter().filter(|b| **b == b'\n').count();
+            *line += memchr::memchr_iter(b'\n', bytes).count();
             *column = bytes.len() - last;
         }
     }
@@ -703,11 +759,10 @@ impl<R: BufRead> JsonSplitter<R> {
                     continue;
                 }
                 if in_string {
-                    while i < chunk.len() && chunk[i] != b'"' && chunk[i] != b'\\' {
-                        i += 1;
-                    }
-                    if i >= chunk.len() {
-                        break;
+                    match memchr::memchr2(b'"', b'\\', &chunk[i..]) {
+                        Some(n) => i += n,
+                        // The string goes on in the next chunk.
+                        None => break,
                     }
                     if chunk[i] == b'\\' {
                         escape = true;

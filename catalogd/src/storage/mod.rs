@@ -513,8 +513,10 @@ impl Drop for CatalogWriter {
     }
 }
 
-/// Writes the gzip copy on a thread of its own, so compressing (level 9: about as much CPU as
+/// Writes the gzip copy on a thread of its own, so compressing (level 6: a little more CPU than
 /// parsing and re-encoding the whole catalog) overlaps with the ingest instead of following it.
+/// Splitting it over two compressor threads (pigz's scheme) was measured and gained nothing on
+/// two cores, where the walk needs the other one (docs/PERFORMANCE.md, "Issue 27: sixth step").
 ///
 /// Lines are handed over in blocks of [`GzipWorker::BLOCK`] through a channel of
 /// [`GzipWorker::IN_FLIGHT`] blocks, so at most about 1.25 MiB waits in memory. When the thread
@@ -534,12 +536,14 @@ impl GzipWorker {
     fn start(file: File) -> GzipWorker {
         let (blocks, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::IN_FLIGHT);
         let compress = move || -> io::Result<u64> {
-            // Written once per catalog change and sent on every gzip `/all` request: with the
-            // zlib-rs backend level 9 is both smaller and cheaper than miniz_oxide's level 6
-            // (docs/PERFORMANCE.md, "catalogd: pull and store").
+            // Level 6, zlib's default (and Go's, which upstream's on-the-fly gzip uses). Once
+            // the JSON is encoded straight from its text, level 9 made this thread the whole
+            // ingest's critical path: on the 84 MB derived catalog it took 0.80-0.87 s against
+            // 0.49-0.53 s for level 6, for a copy 12% smaller (9.5 vs 10.8 MB)
+            // (docs/PERFORMANCE.md, "Issue 27: sixth step").
             let mut gz = GzEncoder::new(
                 BufWriter::with_capacity(256 * 1024, file),
-                Compression::new(9),
+                Compression::new(6),
             );
             for block in received {
                 gz.write_all(&block)?;
