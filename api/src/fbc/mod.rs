@@ -17,6 +17,7 @@ pub mod canonical;
 pub mod gojson;
 pub mod image_ref;
 pub mod indexignore;
+mod json_split;
 pub mod model;
 pub mod property;
 pub mod validate;

@@ -98,6 +98,7 @@ mod approval_step;
 mod bundle_step;
 mod cluster_upgradeable;
 mod installed_state;
+mod retry;
 mod rollback_step;
 mod support;
 mod uninstall;
@@ -115,11 +116,8 @@ pub(crate) use bundle_step::render_options;
 pub use bundle_step::{bundle_manifests, chart_objects};
 use cluster_upgradeable::cluster_upgradeable;
 use installed_state::{available, record_changes, release_deployments};
+use retry::{BACKOFF_CAP, BACKOFF_INITIAL, CONFLICT_BACKOFF_INITIAL, retry_after};
 use uninstall::finalize;
-
-/// Retryable failures back off from 1 s, doubling, to at most 5 minutes (with jitter).
-const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
-const BACKOFF_CAP: Duration = Duration::from_secs(300);
 
 /// Settings of the controller that do not change while it runs.
 #[derive(Clone, Debug)]
@@ -154,6 +152,8 @@ pub struct Context {
     leader: watch::Receiver<bool>,
     pub metrics: Metrics,
     backoff: Backoff,
+    /// Consecutive write conflicts per extension ([`CONFLICT_BACKOFF_INITIAL`]).
+    conflicts: Backoff,
     /// OpenShift mode: the cluster version the gating loop read (`None`: not OpenShift).
     cluster_versions: Option<ClusterVersionCache>,
     /// The built-in webhook certificate provider (issue 12); also removes its Secrets on
@@ -203,6 +203,7 @@ impl Context {
             leader,
             metrics,
             backoff: Backoff::new(BACKOFF_INITIAL, BACKOFF_CAP),
+            conflicts: Backoff::new(CONFLICT_BACKOFF_INITIAL, BACKOFF_CAP),
             cluster_versions: None,
             builtin_certs: None,
             last_applies: LastApplies::default(),
@@ -344,6 +345,7 @@ pub async fn reconcile(
         .observe_reconcile(label, started.elapsed().as_secs_f64());
     if result.is_ok() {
         ctx.backoff.reset(&extension.name_any());
+        ctx.conflicts.reset(&extension.name_any());
     }
     result
 }
@@ -381,7 +383,8 @@ pub fn reconcile_trigger(extension: &ClusterExtension) -> Option<u64> {
 }
 
 /// After a failure: terminal errors wait for a change of the extension; the others retry with
-/// per-extension capped exponential backoff (1 s doubling to 5 minutes, with jitter).
+/// per-extension capped exponential backoff (1 s doubling to 5 minutes, with jitter), write
+/// conflicts from 10 ms.
 pub fn error_policy(
     extension: Arc<ClusterExtension>,
     error: &ReconcileError,
@@ -393,10 +396,10 @@ pub fn error_policy(
     } else {
         tracing::info!(extension = %name, error = %error, "reconcile failed");
     }
-    if error.is_terminal() {
-        return Action::await_change();
+    match retry_after(error, &name, &ctx.backoff, &ctx.conflicts) {
+        Some(delay) => Action::requeue(delay),
+        None => Action::await_change(),
     }
-    Action::requeue(ctx.backoff.failed(&name))
 }
 
 /// What the pipeline found, for the status.

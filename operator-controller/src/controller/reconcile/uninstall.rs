@@ -75,6 +75,7 @@ pub(super) async fn finalize(
     remove_finalizers(api, extension).await?;
     ctx.metrics.forget(&name);
     ctx.backoff.reset(&name);
+    ctx.conflicts.reset(&name);
     Ok(Action::await_change())
 }
 
