@@ -212,7 +212,11 @@ impl Pass<'_, '_> {
             at += 2;
         }
         self.out.truncate(started);
-        self.string().map(|_| ())
+        // A value's decoded text is not needed (only keys are compared).
+        let keys = self.keys.len();
+        self.string()?;
+        self.keys.truncate(keys);
+        Some(())
     }
 
     /// Writes the string at `pos` in canonical form and returns its decoded text as a key.
@@ -238,6 +242,22 @@ impl Pass<'_, '_> {
         Some(Key::Decoded(from, self.keys.len()))
     }
 
+    /// After an element or member: a `,` (written; `Some(false)`) or the closing `close`
+    /// (consumed, not written; `Some(true)`).
+    fn separator(&mut self, close: u8) -> Option<bool> {
+        self.skip_ws();
+        let b = self.peek()?;
+        self.pos += 1;
+        if b == b',' {
+            self.out.push(b',');
+            Some(false)
+        } else if b == close {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
     fn array(&mut self, depth: usize) -> Option<()> {
         self.pos += 1;
         self.out.push(b'[');
@@ -248,22 +268,10 @@ impl Pass<'_, '_> {
         }
         loop {
             self.skip_ws();
-            let keys = self.keys.len();
             self.value(depth + 1)?;
-            // A string element's decoded text is not needed.
-            self.keys.truncate(keys);
-            self.skip_ws();
-            match self.peek()? {
-                b',' => {
-                    self.pos += 1;
-                    self.out.push(b',');
-                }
-                b']' => {
-                    self.pos += 1;
-                    self.out.push(b']');
-                    return Some(());
-                }
-                _ => return None,
+            if self.separator(b']')? {
+                self.out.push(b']');
+                return Some(());
             }
         }
     }
@@ -292,10 +300,7 @@ impl Pass<'_, '_> {
             self.out.push(b':');
             let value_offset = self.out.len() - start;
             self.skip_ws();
-            let keys = self.keys.len();
             self.value(depth + 1)?;
-            // Keep this member's key; drop any text a string value decoded.
-            self.keys.truncate(keys);
             if let Some(previous) = self.members[base..].last() {
                 let (input, decoded) = (self.input, &self.keys[..]);
                 if previous.key.bytes(input, decoded) >= key.bytes(input, decoded) {
@@ -308,17 +313,8 @@ impl Pass<'_, '_> {
                 end: self.out.len(),
                 value_offset,
             });
-            self.skip_ws();
-            match self.peek()? {
-                b',' => {
-                    self.pos += 1;
-                    self.out.push(b',');
-                }
-                b'}' => {
-                    self.pos += 1;
-                    break;
-                }
-                _ => return None,
+            if self.separator(b'}')? {
+                break;
             }
         }
         if !in_order {
@@ -412,13 +408,11 @@ impl Pass<'_, '_> {
 /// Whether string text between quotes (no `"` or `\` in it) is written back unchanged: no
 /// control characters, valid UTF-8, and no U+2028/U+2029 (which Go escapes).
 fn needs_no_change(text: &[u8]) -> bool {
-    if text.is_ascii() {
-        return !text.iter().any(|&b| b < 0x20);
-    }
-    std::str::from_utf8(text).is_ok()
-        && !text.iter().any(|&b| b < 0x20)
-        && !memchr::memmem::find_iter(text, b"\xE2\x80")
-            .any(|i| matches!(text.get(i + 2), Some(0xA8 | 0xA9)))
+    !text.iter().any(|&b| b < 0x20)
+        && (text.is_ascii()
+            || (std::str::from_utf8(text).is_ok()
+                && !memchr::memmem::find_iter(text, b"\xE2\x80")
+                    .any(|i| matches!(text.get(i + 2), Some(0xA8 | 0xA9)))))
 }
 
 /// An integer literal Go's float64 encoding writes back unchanged: at most 15 digits (exact in
