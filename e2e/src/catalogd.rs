@@ -62,6 +62,9 @@ pub struct Options<'a> {
     pub external_address: Option<String>,
     /// Further environment variables of the process (process tier only).
     pub env: Vec<(String, String)>,
+    /// How long to keep serving after turning unready at shutdown (in-process tier only;
+    /// default none, as outside a Pod).
+    pub shutdown_drain: Duration,
 }
 
 impl<'a> Options<'a> {
@@ -77,6 +80,7 @@ impl<'a> Options<'a> {
             content_port: None,
             external_address: None,
             env: Vec::new(),
+            shutdown_drain: Duration::ZERO,
         }
     }
 }
@@ -268,6 +272,7 @@ impl Catalogd {
             poll_unit: Duration::from_secs(1),
             identity: olm_runtime::leader::identity(opts.identity, "catalogd-in-process"),
             label_selector: Some(format!("{INSTANCE_LABEL}={}", opts.instance)),
+            shutdown_drain: opts.shutdown_drain,
         };
         let stop = CancellationToken::new();
         let task = tokio::spawn(catalogd::cmd::run::run(run_options, stop.clone()));

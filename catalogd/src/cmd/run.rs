@@ -128,6 +128,29 @@ pub struct Args {
     pub log_format: LogFormat,
     #[command(flatten)]
     pub limits: ServerLimits,
+    /// How long to keep serving after turning unready on SIGTERM (Go duration syntax). Default:
+    /// 3s in a Pod (where a Service routes to it), 0s elsewhere.
+    #[arg(long, value_name = "DURATION", value_parser = olm_runtime::flags::duration, hide = true)]
+    pub shutdown_drain: Option<Duration>,
+}
+
+/// [`Args::shutdown_drain`] when the flag is not given, in a Pod.
+///
+/// On SIGTERM the Pod's endpoint is marked terminating at once, but each node's kube-proxy
+/// learns of it a moment later; until then it still sends new connections here. Serving for a
+/// few seconds after turning unready lets those connections be answered instead of reset (the
+/// real tier's failover test saw one reset in 121 reads without it). Well inside the default
+/// 30 s termination grace period.
+pub const POD_SHUTDOWN_DRAIN: Duration = Duration::from_secs(3);
+
+/// The drain period: the flag's value, else [`POD_SHUTDOWN_DRAIN`] when running in a Pod (the
+/// kubelet sets `KUBERNETES_SERVICE_HOST` in every container), else none.
+pub fn shutdown_drain(flag: Option<Duration>, in_pod: bool) -> Duration {
+    flag.unwrap_or(if in_pod {
+        POD_SHUTDOWN_DRAIN
+    } else {
+        Duration::ZERO
+    })
 }
 
 /// Settings of `catalogd run`.
@@ -161,6 +184,8 @@ pub struct RunOptions {
     pub identity: String,
     /// Only ClusterCatalogs matching this label selector are managed.
     pub label_selector: Option<String>,
+    /// How long the servers keep serving after catalogd turned unready at shutdown.
+    pub shutdown_drain: Duration,
 }
 
 /// catalogd's feature gates: upstream v1.11's names, defaults and maturity, and ours.
@@ -227,6 +252,10 @@ impl RunOptions {
             poll_unit: args.poll_interval_unit,
             identity: olm_runtime::leader::identity(args.pod_name.as_deref(), "catalogd"),
             label_selector: args.catalog_label_selector,
+            shutdown_drain: shutdown_drain(
+                args.shutdown_drain,
+                std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
+            ),
         })
     }
 }
@@ -430,6 +459,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     }
     tracing::info!("shutting down");
     ready.store(false, Ordering::Release);
+    let drained = tokio::time::Instant::now() + opts.shutdown_drain;
     if ended.is_ok() {
         let _ = controller.await;
     }
@@ -437,6 +467,9 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         let _ = task.await;
     }
     leadership.stopped().await;
+    // Serving until the drain period ends (counted from turning unready, so the stops above
+    // are part of it).
+    tokio::time::sleep_until(drained).await;
     stop_servers.cancel();
     for server in servers {
         if let Ok(Err(e)) = server.await {
@@ -444,4 +477,19 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         }
     }
     ended.map_err(RunError::ControllerEnded)
+}
+
+#[cfg(test)]
+mod drain_tests {
+    use super::*;
+
+    #[test]
+    fn the_drain_is_the_flags_value_else_three_seconds_in_a_pod_else_none() {
+        let flag = Some(Duration::from_millis(1500));
+        assert_eq!(shutdown_drain(flag, true), Duration::from_millis(1500));
+        assert_eq!(shutdown_drain(flag, false), Duration::from_millis(1500));
+        assert_eq!(shutdown_drain(Some(Duration::ZERO), true), Duration::ZERO);
+        assert_eq!(shutdown_drain(None, true), POD_SHUTDOWN_DRAIN);
+        assert_eq!(shutdown_drain(None, false), Duration::ZERO);
+    }
 }

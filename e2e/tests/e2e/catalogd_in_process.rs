@@ -130,6 +130,7 @@ async fn run_refuses_a_certificate_that_is_a_device_before_starting_anything() {
         poll_unit: Duration::from_secs(60),
         identity: "refused".into(),
         label_selector: Some(format!("{}=none", olm_e2e::catalogd::INSTANCE_LABEL)),
+        shutdown_drain: Duration::ZERO,
     };
     let err = tokio::time::timeout(
         olm_e2e::eventually::BOUND,
@@ -143,4 +144,71 @@ async fn run_refuses_a_certificate_that_is_a_device_before_starting_anything() {
         "failed to load TLS certificate /dev/zero and key /dev/zero: failed to read /dev/zero: not a regular file (a character device)"
     );
     assert_eq!(err.exit(), Exit::Invalid);
+}
+
+/// At shutdown catalogd turns unready first and keeps serving content for its drain period, so
+/// a client routed to it before its endpoint was withdrawn is still answered; then `run` ends
+/// and the content server is closed.
+#[tokio::test]
+async fn a_stopping_catalogd_turns_unready_and_keeps_serving_for_its_drain_period() {
+    let env = olm_e2e::shared().await;
+    let repo = unique_name("drain");
+    push_catalog(&env.registry, &format!("{repo}:v1"), &test_catalog("v1"))
+        .await
+        .unwrap();
+    let mut catalogd = Catalogd::start_in_process(Options {
+        // Long enough that the reads below fall inside it on a busy machine.
+        shutdown_drain: Duration::from_secs(5),
+        ..Options::new(&env.registry)
+    })
+    .await;
+    let api = catalogs().await;
+    let name = catalogd
+        .create_catalog(
+            &api,
+            "drain",
+            &env.registry.image(&format!("{repo}:v1")),
+            None,
+        )
+        .await;
+    catalogd.wait_serving(&api, &name).await;
+    let path = olm_e2e::catalogd::all_path(&name);
+    let served = catalogd.get(&path).await.text().await.unwrap();
+    assert!(!served.is_empty());
+
+    catalogd.stop();
+    let readyz = format!("{}/readyz", catalogd.health_root);
+    catalogd
+        .eventually("catalogd to turn unready", || async {
+            matches!(reqwest::get(&readyz).await, Ok(r) if r.status() == 503).then_some(())
+        })
+        .await;
+    // Unready, and still answering content requests on fresh connections.
+    let during = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap()
+        .get(format!("{}{path}", catalogd.content_root))
+        .send()
+        .await
+        .expect("content is served during the drain period");
+    assert_eq!(during.status(), 200);
+    assert_eq!(during.text().await.unwrap(), served);
+
+    let content_root = catalogd.content_root.clone();
+    catalogd.shut_down().await.unwrap();
+    let after = reqwest::get(format!("{content_root}{path}")).await;
+    assert!(
+        after.is_err(),
+        "the content server still answers after run ended: {after:?}"
+    );
+    // No catalogd manages it any more: its finalizer goes with it.
+    api.patch(
+        &name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
 }
