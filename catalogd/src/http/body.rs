@@ -11,10 +11,11 @@ use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use futures::StreamExt;
 use memmap2::MmapMut;
 use tokio::sync::mpsc;
 
-use crate::storage::{CompressedAnswers, Section, StoredCatalog};
+use crate::storage::{Answer, CompressedAnswers, Section, StoredCatalog};
 
 /// Size of each positional read; large enough to amortise syscalls, small enough to keep a few in
 /// flight per response without noticeable memory.
@@ -31,6 +32,8 @@ pub enum Piece {
     Jsonl(Section),
     /// A byte range of `catalog.jsonl.gz`.
     Gzip(Section),
+    /// A byte range of the kept compressed answers (`answers.gz`).
+    Answer(Section),
 }
 
 /// Total number of bytes the pieces produce (before any on-the-fly compression).
@@ -39,7 +42,7 @@ pub fn total_len(pieces: &[Piece]) -> u64 {
         .iter()
         .map(|p| match p {
             Piece::Static(b) => b.len() as u64,
-            Piece::Jsonl(s) | Piece::Gzip(s) => s.len,
+            Piece::Jsonl(s) | Piece::Gzip(s) | Piece::Answer(s) => s.len,
         })
         .sum()
 }
@@ -96,6 +99,7 @@ fn read_all(catalog: &StoredCatalog, pieces: &[Piece]) -> io::Result<Bytes> {
             }
             Piece::Jsonl(s) => (*s, StoredCatalog::read_jsonl_at),
             Piece::Gzip(s) => (*s, StoredCatalog::read_gzip_at),
+            Piece::Answer(s) => (*s, StoredCatalog::read_answers_at),
         };
         let start = out.len();
         let len = usize::try_from(section.len).map_err(io::Error::other)?;
@@ -116,8 +120,16 @@ fn read_all(catalog: &StoredCatalog, pieces: &[Piece]) -> io::Result<Bytes> {
 /// thread per response, and inline reads without turns, both put p99 latency at seconds for 64
 /// concurrent `/all` downloads).
 fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
+    Body::from_stream(on_demand_stream(catalog, pieces))
+}
+
+/// The chunks of [`on_demand`].
+fn on_demand_stream(
+    catalog: Arc<StoredCatalog>,
+    pieces: Vec<Piece>,
+) -> impl futures::Stream<Item = io::Result<Bytes>> + Send + 'static {
     let cursor = Cursor::new(catalog, pieces);
-    let stream = futures::stream::unfold(Some(cursor), |state| async move {
+    futures::stream::unfold(Some(cursor), |state| async move {
         let mut cursor = state?;
         let cached = {
             let _turn = READ_TURNS.acquire().await.ok()?;
@@ -138,8 +150,7 @@ fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
             Some(Err(e)) => Some((Err(e), None)),
             Some(Ok(bytes)) => Some((Ok(bytes), Some(cursor))),
         }
-    });
-    Body::from_stream(stream)
+    })
 }
 
 /// Turns at reading a chunk on the runtime thread, handed out in the order connections ask for
@@ -286,6 +297,11 @@ impl Cursor {
                     StoredCatalog::read_gzip_at,
                     StoredCatalog::read_gzip_cached_at,
                 ),
+                Piece::Answer(s) => (
+                    *s,
+                    StoredCatalog::read_answers_at,
+                    StoredCatalog::read_answers_cached_at,
+                ),
             };
             if self.done_in_piece >= section.len {
                 self.piece += 1;
@@ -355,15 +371,15 @@ impl Cursor {
     }
 }
 
-/// A gzip body: a `/metas` answer of at most [`CompressedAnswers::MAX_INPUT`] bytes comes from
-/// the stored content's [`CompressedAnswers`] (compressed once, then shared); anything else is
-/// compressed while streaming.
+/// A gzip body: a `/metas` answer of at most [`CompressedAnswers::MAX_INPUT`] bytes is
+/// compressed once per stored content and then read from where it is kept (`answers.gz`);
+/// anything else is compressed while streaming.
 fn compressed(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
     let sections: Option<Vec<Section>> = pieces
         .iter()
         .map(|p| match p {
             Piece::Jsonl(s) => Some(*s),
-            Piece::Static(_) | Piece::Gzip(_) => None,
+            Piece::Static(_) | Piece::Gzip(_) | Piece::Answer(_) => None,
         })
         .collect();
     let Some(sections) = sections.filter(|_| total_len(&pieces) <= CompressedAnswers::MAX_INPUT)
@@ -373,25 +389,46 @@ fn compressed(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
     // Sent as a stream either way, so a kept answer goes out with the same framing (chunked, no
     // Content-Length) as one compressed while streaming.
     if let Some(kept) = catalog.compressed().get(&sections) {
-        return Body::from_stream(futures::stream::once(async move {
-            Ok::<Bytes, io::Error>(kept)
-        }));
+        return Body::from_stream(kept_answer(catalog, kept));
     }
-    Body::from_stream(futures::stream::once(async move {
-        tokio::task::spawn_blocking(move || {
-            catalog.compressed().get_or_compute(&sections, || {
-                let mut cursor = Cursor::new(catalog.clone(), pieces.clone());
-                let mut out = BytesMut::new();
-                compress_into(&mut cursor, |bytes| {
-                    out.extend_from_slice(&bytes);
-                    Ok(())
-                })?;
-                Ok(out.freeze())
-            })
-        })
-        .await
-        .unwrap_or_else(|e| Err(io::Error::other(e)))
-    }))
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let computing = catalog.clone();
+    tokio::task::spawn_blocking(move || {
+        let answer = computing.compressed().get_or_compute(&sections, || {
+            let mut cursor = Cursor::new(computing.clone(), pieces.clone());
+            let mut out = BytesMut::new();
+            compress_into(&mut cursor, |bytes| {
+                out.extend_from_slice(&bytes);
+                Ok(())
+            })?;
+            Ok(out.freeze())
+        });
+        let _ = tx.send(answer);
+    });
+    let body = futures::stream::once(async move {
+        rx.await
+            .unwrap_or_else(|_| Err(io::Error::other("the compressing task ended")))
+    })
+    .flat_map(move |answer| match answer {
+        Ok(Answer::Fresh(bytes)) => futures::stream::once(async move { Ok(bytes) }).boxed(),
+        Ok(Answer::Kept(at)) => kept_answer(catalog.clone(), at),
+        Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+    });
+    Body::from_stream(body)
+}
+
+/// The chunks of a kept compressed answer: read at once when small (as [`inline`] does),
+/// else on demand.
+fn kept_answer(
+    catalog: Arc<StoredCatalog>,
+    at: Section,
+) -> futures::stream::BoxStream<'static, io::Result<Bytes>> {
+    let pieces = vec![Piece::Answer(at)];
+    if at.len <= INLINE_MAX {
+        futures::stream::once(futures::future::ready(read_all(&catalog, &pieces))).boxed()
+    } else {
+        on_demand_stream(catalog, pieces).boxed()
+    }
 }
 
 /// Compresses on a blocking thread that feeds the connection through a small channel: deflate is
@@ -619,8 +656,8 @@ mod tests {
     }
 
     /// A gzip `/metas` answer is compressed once per stored content: the second request is
-    /// served the kept bytes, both inflate to the selected blobs, and an answer with a literal
-    /// piece (an error prefix) is streamed, not kept.
+    /// served the bytes kept in `answers.gz`, both inflate to the selected blobs, and an answer
+    /// with a literal piece (an error prefix) is streamed, not kept.
     #[tokio::test]
     async fn compressed_answers_are_kept_per_content_and_inflate_to_the_pieces() {
         let (_dir, catalog, jsonl) = stored(600);
@@ -652,7 +689,11 @@ mod tests {
         assert_eq!(inflate(&first), expected);
         assert_eq!(catalog.compressed().len(), 1);
         let kept = catalog.compressed().get(&sections).expect("kept");
-        assert_eq!(kept, first);
+        let mut in_file = vec![0; kept.len as usize];
+        catalog
+            .read_answers_at(&mut in_file, kept.offset)
+            .expect("read answers.gz");
+        assert_eq!(in_file, first);
         let second = collect(stream(catalog.clone(), pieces, true))
             .await
             .expect("second body");
@@ -669,6 +710,26 @@ mod tests {
             1,
             "a prefixed answer is not kept"
         );
+    }
+
+    /// A kept answer larger than [`INLINE_MAX`] is read from `answers.gz` chunk by chunk.
+    #[tokio::test]
+    async fn a_large_kept_answer_is_streamed_from_the_answers_file() {
+        let (_dir, catalog, _) = stored(10);
+        let sections = [Section { offset: 0, len: 1 }];
+        let bytes: Bytes = (0..CHUNK as u32 + 70_000)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let fresh = catalog
+            .compressed()
+            .get_or_compute(&sections, || Ok(bytes.clone()))
+            .expect("kept");
+        assert_eq!(fresh, Answer::Fresh(bytes.clone()));
+        let at = catalog.compressed().get(&sections).expect("kept");
+        assert!(at.len > INLINE_MAX);
+        let body = Body::from_stream(kept_answer(catalog.clone(), at));
+        let streamed = axum::body::to_bytes(body, usize::MAX).await.expect("body");
+        assert_eq!(streamed, bytes);
     }
 
     /// Small bodies are read inline and large ones on demand; both give the same bytes, and a

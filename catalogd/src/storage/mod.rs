@@ -8,7 +8,8 @@
 //!
 //! ```text
 //! <catalog>/current            name of the live content directory (replaced atomically)
-//! <catalog>/<content-id>/      catalog.jsonl, catalog.jsonl.gz, index.json, meta.json
+//! <catalog>/<content-id>/      catalog.jsonl, catalog.jsonl.gz, index.json, meta.json,
+//!                              answers.gz (gzip `/metas` answers, written as they are asked)
 //! <catalog>/.tmp-<id>/         a store in progress (removed at the next start)
 //! ```
 //!
@@ -22,6 +23,7 @@
 //!   exactly as they were (upstream rewrites them on every poll).
 //! - Content survives restarts: the live directory is found again through `current`.
 
+mod answers;
 mod index;
 
 use std::collections::HashMap;
@@ -36,6 +38,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
 
+pub use answers::{Answer, CompressedAnswers};
 pub use index::{Index, Query, Section};
 
 const JSONL: &str = "catalog.jsonl";
@@ -110,99 +113,9 @@ pub struct StoredCatalog {
     gzip: File,
     modified: SystemTime,
     index: Index,
-    /// Compressed `/metas` answers of this content, built on first request.
+    /// Compressed `/metas` answers of this content, computed on first request and kept in
+    /// `answers.gz`.
     compressed: CompressedAnswers,
-}
-
-/// gzip answers of one stored content, keyed by the byte ranges they compress.
-///
-/// Answering a `/metas` query with gzip costs deflate over the matching blobs on every request
-/// (tens of milliseconds of CPU for the largest package); a client that polls, or many clients
-/// installing the same package, ask the same question again and again. The content is
-/// immutable, so the compressed bytes are too: they are computed once, and concurrent first
-/// requests for one answer wait for that one computation. Bounded: answers whose uncompressed
-/// size exceeds [`CompressedAnswers::MAX_INPUT`] are not kept (they are streamed as before), and
-/// once [`CompressedAnswers::BUDGET`] compressed bytes are held, further answers are computed
-/// per request without being kept. The cache goes away with the content it describes.
-#[derive(Debug, Default)]
-pub struct CompressedAnswers {
-    entries: std::sync::Mutex<HashMap<Vec<Section>, Arc<std::sync::OnceLock<bytes::Bytes>>>>,
-    held: std::sync::atomic::AtomicUsize,
-}
-
-impl CompressedAnswers {
-    /// Largest uncompressed answer kept (the largest package of community-operators is 4.3 MB).
-    pub const MAX_INPUT: u64 = 16 * 1024 * 1024;
-    /// Compressed bytes kept per stored content.
-    pub const BUDGET: usize = 32 * 1024 * 1024;
-
-    /// The compressed answer for `sections`, computing it with `compute` unless kept (or being
-    /// computed by another request, which this one then waits for). Blocking.
-    pub fn get_or_compute(
-        &self,
-        sections: &[Section],
-        compute: impl Fn() -> io::Result<bytes::Bytes>,
-    ) -> io::Result<bytes::Bytes> {
-        use std::sync::atomic::Ordering;
-        let slot = {
-            let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-            match entries.get(sections) {
-                Some(slot) => slot.clone(),
-                None if self.held.load(Ordering::Relaxed) >= Self::BUDGET => {
-                    drop(entries);
-                    return compute();
-                }
-                None => {
-                    let slot = Arc::new(std::sync::OnceLock::new());
-                    entries.insert(sections.to_vec(), slot.clone());
-                    slot
-                }
-            }
-        };
-        let mut failure = None;
-        let bytes = slot.get_or_init(|| match compute() {
-            Ok(bytes) => {
-                self.held.fetch_add(bytes.len(), Ordering::Relaxed);
-                bytes
-            }
-            Err(e) => {
-                failure = Some(e);
-                bytes::Bytes::new()
-            }
-        });
-        if let Some(e) = failure {
-            // Not kept: the next request tries again.
-            self.entries
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(sections);
-            return Err(e);
-        }
-        if bytes.is_empty() {
-            // Another request's computation failed; compute this answer alone.
-            return compute();
-        }
-        Ok(bytes.clone())
-    }
-
-    /// The kept answer for `sections`, without waiting for one being computed.
-    pub fn get(&self, sections: &[Section]) -> Option<bytes::Bytes> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries
-            .get(sections)?
-            .get()
-            .filter(|b| !b.is_empty())
-            .cloned()
-    }
-
-    /// How many answers are kept (for tests).
-    pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl StoredCatalog {
@@ -257,6 +170,15 @@ impl StoredCatalog {
         read_cached_at(&self.gzip, buf, offset)
     }
     /// Path of the JSON Lines file (for tools and tests; handlers read through the open file).
+    /// Reads bytes of the kept compressed answers ([`CompressedAnswers`]).
+    pub fn read_answers_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.compressed.read_at(buf, offset)
+    }
+    /// [`Self::read_answers_at`] of only what the page cache holds.
+    pub fn read_answers_cached_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.compressed.read_cached_at(buf, offset)
+    }
+
     pub fn jsonl_path(&self) -> PathBuf {
         self.dir.join(JSONL)
     }
@@ -657,7 +579,7 @@ fn open_content_with_index(
         gzip,
         modified,
         index,
-        compressed: CompressedAnswers::default(),
+        compressed: CompressedAnswers::new(dir.to_path_buf()),
     })
 }
 
