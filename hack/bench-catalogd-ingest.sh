@@ -4,7 +4,8 @@
 #   cold   pull + ingest with an empty image cache and empty storage
 #   warm   the same again with the same cache and storage (unchanged digest: one manifest GET,
 #          no blob GET, no rewrite; the stored content is reopened from disk as after a restart)
-#   ingest the ingest step alone (walk + canonical JSON + jsonl + gzip + index) from the directory
+#   ingest the ingest step alone (walk + canonical JSON + jsonl + index) from the directory, then the
+#          wait for the gzip copy written after it (gzip_ready_s)
 # and prints one table row per run. Results and interpretation: docs/PERFORMANCE.md.
 #
 # Usage: hack/bench-catalogd-ingest.sh [FBC_DIR] [RUNS]

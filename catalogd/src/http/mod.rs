@@ -252,6 +252,8 @@ async fn all(storage: Storage, method: Method, catalog: &[u8], headers: &HeaderM
 
     let mut builder = Response::builder().header(header::LAST_MODIFIED, last_modified(&stored));
     let head = method == Method::HEAD;
+    // Compressed per request: only while the stored gzip copy is still being written.
+    let mut on_the_fly = false;
     let (status, pieces, content_type) = match ranges.as_slice() {
         [] => {
             let gzip = !head
@@ -259,11 +261,17 @@ async fn all(storage: Storage, method: Method, catalog: &[u8], headers: &HeaderM
                 && accepts_gzip(header_str(headers, header::ACCEPT_ENCODING));
             if gzip {
                 builder = builder.header(header::CONTENT_ENCODING, "gzip");
-                let whole = Section {
-                    offset: 0,
-                    len: stored.gzip_len(),
+                let piece = match stored.gzip_len() {
+                    Some(len) => Piece::Gzip(Section { offset: 0, len }),
+                    None => {
+                        on_the_fly = true;
+                        Piece::Jsonl(Section {
+                            offset: 0,
+                            len: size,
+                        })
+                    }
                 };
-                (StatusCode::OK, vec![Piece::Gzip(whole)], JSONL.to_string())
+                (StatusCode::OK, vec![piece], JSONL.to_string())
             } else {
                 builder = builder.header(header::ACCEPT_RANGES, "bytes");
                 (
@@ -301,15 +309,16 @@ async fn all(storage: Storage, method: Method, catalog: &[u8], headers: &HeaderM
             )
         }
     };
-    let len = body::total_len(&pieces);
     builder = builder
         .status(status)
-        .header(header::CONTENT_TYPE, content_type)
-        .header(header::CONTENT_LENGTH, len);
+        .header(header::CONTENT_TYPE, content_type);
+    if !on_the_fly {
+        builder = builder.header(header::CONTENT_LENGTH, body::total_len(&pieces));
+    }
     let body = if head {
         Body::empty()
     } else {
-        body::stream(stored, pieces, false)
+        body::stream(stored, pieces, on_the_fly)
     };
     builder.body(body).unwrap_or_else(|_| internal_error())
 }
@@ -433,15 +442,13 @@ async fn metas(
         (Vec::new(), false)
     } else if query.is_empty() {
         let size = stored.len();
-        if gzip_ok && size >= negotiate::GZIP_MIN_SIZE && error_prefix.is_none() {
+        // Without the stored copy (still being written), compressed per request below.
+        let stored_gzip = stored
+            .gzip_len()
+            .filter(|_| gzip_ok && size >= negotiate::GZIP_MIN_SIZE && error_prefix.is_none());
+        if let Some(len) = stored_gzip {
             builder = builder.header(header::CONTENT_ENCODING, "gzip");
-            (
-                vec![Piece::Gzip(Section {
-                    offset: 0,
-                    len: stored.gzip_len(),
-                })],
-                false,
-            )
+            (vec![Piece::Gzip(Section { offset: 0, len })], false)
         } else {
             (
                 vec![Piece::Jsonl(Section {

@@ -14,10 +14,19 @@ struct Fixture {
     jsonl: String,
 }
 
-/// A catalog with two packages, big enough (> 1 KiB) to be compressed.
+/// A catalog with two packages, big enough (> 1 KiB) to be compressed, and its gzip copy.
 fn fixture() -> Fixture {
+    let f = fixture_before_its_gzip_copy();
+    let stored = f.storage.get("cat").expect("get").expect("stored");
+    stored.write_gzip_copy().expect("gzip copy");
+    f
+}
+
+/// [`fixture`] in the moment after it went live, before its gzip copy is written.
+fn fixture_before_its_gzip_copy() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage = Storage::open(dir.path()).expect("storage");
+    let storage =
+        Storage::open_with(dir.path(), crate::storage::GzipCopies::WhenAsked).expect("storage");
     let mut w = storage
         .begin("cat", "sha256:1")
         .expect("begin")
@@ -147,7 +156,28 @@ async fn all_is_gzipped_when_the_client_accepts_it() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(h(&headers, "content-encoding"), Some("gzip"));
     assert_eq!(h(&headers, "accept-ranges"), None);
+    let stored = f.storage.get("cat").expect("get").expect("stored");
+    let copy = stored.gzip_len().expect("gzip copy").to_string();
+    assert_eq!(h(&headers, "content-length"), Some(copy.as_str()));
     assert_eq!(gunzip(&body), f.jsonl);
+}
+
+/// Until the gzip copy is written, `/all` and unfiltered `/metas` are compressed per request,
+/// as upstream compresses every one: the same decompressed bytes, chunked.
+#[tokio::test]
+async fn before_its_gzip_copy_exists_a_catalog_is_compressed_per_request() {
+    let f = fixture_before_its_gzip_copy();
+    for path in ["/catalogs/cat/api/v1/all", "/catalogs/cat/api/v1/metas"] {
+        let (status, headers, body) =
+            send(&f.storage, get_with(path, "accept-encoding", "gzip")).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(h(&headers, "content-encoding"), Some("gzip"), "{path}");
+        assert_eq!(h(&headers, "content-length"), None, "{path}");
+        assert_eq!(gunzip(&body), f.jsonl, "{path}");
+    }
+    let (_, headers, body) = send(&f.storage, get("/catalogs/cat/api/v1/all")).await;
+    assert_eq!(h(&headers, "content-encoding"), None);
+    assert_eq!(String::from_utf8(body).expect("utf8"), f.jsonl);
 }
 
 #[tokio::test]

@@ -24,6 +24,7 @@
 //! - Content survives restarts: the live directory is found again through `current`.
 
 mod answers;
+mod gzip_copy;
 mod index;
 
 use std::collections::HashMap;
@@ -34,12 +35,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
-use flate2::Compression;
-use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
 
 pub use answers::{Answer, CompressedAnswers};
 pub use index::{Index, Query, Section};
+
+use gzip_copy::GzipCopy;
 
 const JSONL: &str = "catalog.jsonl";
 const GZIP: &str = "catalog.jsonl.gz";
@@ -85,8 +86,9 @@ struct ContentMeta {
     digest: String,
     /// Size of `catalog.jsonl` in bytes.
     size: u64,
-    /// Size of `catalog.jsonl.gz` in bytes.
-    gzip_size: u64,
+    /// Size of `catalog.jsonl.gz` in bytes, once it is written (after the content is live).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gzip_size: Option<u64>,
     /// Number of blobs.
     blobs: u64,
 }
@@ -101,6 +103,16 @@ pub struct Storage {
 struct Inner {
     root: PathBuf,
     live: RwLock<HashMap<String, Arc<StoredCatalog>>>,
+    gzip_copies: GzipCopies,
+}
+
+/// When the gzip copy of new or reloaded content is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GzipCopies {
+    /// On a thread of its own, as soon as the content is live (what catalogd does).
+    InBackground,
+    /// Only when [`StoredCatalog::write_gzip_copy`] is called (tests of the time before it).
+    WhenAsked,
 }
 
 /// One catalog's live content. Immutable; replaced as a whole by a newer store.
@@ -110,7 +122,7 @@ pub struct StoredCatalog {
     dir: PathBuf,
     meta: ContentMeta,
     jsonl: File,
-    gzip: File,
+    gzip: GzipCopy,
     modified: SystemTime,
     index: Index,
     /// Compressed `/metas` answers of this content, computed on first request and kept in
@@ -138,8 +150,15 @@ impl StoredCatalog {
         self.meta.size == 0
     }
     /// Size of the precompressed copy in bytes.
-    pub fn gzip_len(&self) -> u64 {
-        self.meta.gzip_size
+    /// Size of the gzip copy, once it is written ([`GzipCopies`]).
+    pub fn gzip_len(&self) -> Option<u64> {
+        self.gzip.get().map(|(_, size)| size)
+    }
+
+    /// Writes the gzip copy unless it exists (waiting for a write in progress); returns its
+    /// size. Blocking.
+    pub fn write_gzip_copy(&self) -> Result<u64, StorageError> {
+        self.gzip.write(&self.jsonl, &self.meta)
     }
     /// Number of blobs.
     pub fn blobs(&self) -> u64 {
@@ -158,7 +177,7 @@ impl StoredCatalog {
     }
     /// Reads precompressed bytes at `offset`.
     pub fn read_gzip_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.gzip.read_at(buf, offset)
+        self.gzip_file()?.read_at(buf, offset)
     }
     /// [`Self::read_jsonl_at`] of only what the page cache holds: it never waits for the disk,
     /// and reads fewer bytes than asked (or fails with `WouldBlock`) where it would.
@@ -167,7 +186,14 @@ impl StoredCatalog {
     }
     /// [`Self::read_gzip_at`] of only what the page cache holds (as [`Self::read_jsonl_cached_at`]).
     pub fn read_gzip_cached_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        read_cached_at(&self.gzip, buf, offset)
+        read_cached_at(self.gzip_file()?, buf, offset)
+    }
+
+    fn gzip_file(&self) -> io::Result<&File> {
+        self.gzip
+            .get()
+            .map(|(file, _)| file)
+            .ok_or_else(|| io::Error::other("the gzip copy is not written yet"))
     }
     /// Path of the JSON Lines file (for tools and tests; handlers read through the open file).
     /// Reads bytes of the kept compressed answers ([`CompressedAnswers`]).
@@ -201,16 +227,57 @@ fn read_cached_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize>
 }
 
 impl Storage {
-    /// Opens (creating if needed) a storage root. Existing content is loaded lazily.
+    /// Opens (creating if needed) a storage root. Existing content is loaded lazily; gzip
+    /// copies are written in the background.
     pub fn open(root: impl Into<PathBuf>) -> Result<Storage, StorageError> {
+        Storage::open_with(root, GzipCopies::InBackground)
+    }
+
+    /// [`Storage::open`], choosing when gzip copies are written.
+    pub fn open_with(
+        root: impl Into<PathBuf>,
+        gzip_copies: GzipCopies,
+    ) -> Result<Storage, StorageError> {
         let root = root.into();
         fs::create_dir_all(&root).map_err(io_err("create storage root", &root))?;
         Ok(Storage {
             inner: Arc::new(Inner {
                 root,
                 live: RwLock::new(HashMap::new()),
+                gzip_copies,
             }),
         })
+    }
+
+    /// Starts writing `stored`'s gzip copy on a thread of its own, when this storage does and
+    /// the copy is missing. A failure is logged: gzip requests keep being compressed on the fly.
+    fn start_gzip_copy(&self, stored: &Arc<StoredCatalog>) {
+        if self.inner.gzip_copies != GzipCopies::InBackground || stored.gzip_len().is_some() {
+            return;
+        }
+        let stored = stored.clone();
+        let spawned = std::thread::Builder::new()
+            .name("catalogd-gzip".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                match stored.write_gzip_copy() {
+                    Ok(size) => tracing::debug!(
+                        catalog = stored.name(),
+                        size,
+                        seconds = started.elapsed().as_secs_f64(),
+                        "gzip copy written"
+                    ),
+                    // Superseded or deleted content (its directory gone) ends here too.
+                    Err(e) => tracing::info!(
+                        catalog = stored.name(),
+                        error = %e,
+                        "gzip copy not written; gzip requests are compressed on the fly"
+                    ),
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "no thread for the gzip copy; gzip requests are compressed on the fly");
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -226,11 +293,13 @@ impl Storage {
         let Some(loaded) = self.load_from_disk(catalog)? else {
             return Ok(None);
         };
-        let mut live = self.write_live();
-        // Another caller may have loaded or stored it meanwhile; keep theirs.
-        Ok(Some(
-            live.entry(catalog.to_string()).or_insert(loaded).clone(),
-        ))
+        let kept = {
+            let mut live = self.write_live();
+            // Another caller may have loaded or stored it meanwhile; keep theirs.
+            live.entry(catalog.to_string()).or_insert(loaded).clone()
+        };
+        self.start_gzip_copy(&kept);
+        Ok(Some(kept))
     }
 
     /// Names of every catalog with content on disk.
@@ -269,9 +338,7 @@ impl Storage {
         let tmp = catalog_dir.join(format!("{TMP_PREFIX}{id}"));
         fs::create_dir(&tmp).map_err(io_err("create", &tmp))?;
         let jsonl_path = tmp.join(JSONL);
-        let gzip_path = tmp.join(GZIP);
         let jsonl = File::create(&jsonl_path).map_err(io_err("create", &jsonl_path))?;
-        let gzip = File::create(&gzip_path).map_err(io_err("create", &gzip_path))?;
         Ok(Some(CatalogWriter {
             storage: self.clone(),
             catalog: catalog.to_string(),
@@ -279,7 +346,6 @@ impl Storage {
             id,
             tmp,
             jsonl: BufWriter::with_capacity(256 * 1024, jsonl),
-            gzip: GzipWorker::start(gzip),
             index: Index::default(),
             offset: 0,
             blobs: 0,
@@ -340,7 +406,6 @@ pub struct CatalogWriter {
     id: String,
     tmp: PathBuf,
     jsonl: BufWriter<File>,
-    gzip: GzipWorker,
     index: Index,
     offset: u64,
     blobs: u64,
@@ -362,9 +427,6 @@ impl CatalogWriter {
             w.write_all(b"\n")
         };
         write(&mut self.jsonl).map_err(io_err("write", &self.tmp.join(JSONL)))?;
-        self.gzip
-            .push(blob)
-            .map_err(io_err("write", &self.tmp.join(GZIP)))?;
         self.index.add(
             schema,
             package,
@@ -379,22 +441,21 @@ impl CatalogWriter {
         Ok(())
     }
 
-    /// Flushes everything to disk and atomically makes this content live.
+    /// Flushes everything to disk and atomically makes this content live. Its gzip copy follows
+    /// ([`GzipCopies`]).
     pub fn commit(mut self) -> Result<Arc<StoredCatalog>, StorageError> {
         let tmp = self.tmp.clone();
         let jsonl_path = tmp.join(JSONL);
-        let gzip_path = tmp.join(GZIP);
         self.jsonl.flush().map_err(io_err("write", &jsonl_path))?;
         self.jsonl
             .get_ref()
             .sync_all()
             .map_err(io_err("sync", &jsonl_path))?;
-        let gzip_size = self.gzip.finish().map_err(io_err("write", &gzip_path))?;
 
         let meta = ContentMeta {
             digest: self.digest.clone(),
             size: self.offset,
-            gzip_size,
+            gzip_size: None,
             blobs: self.blobs,
         };
         write_json(&tmp.join(INDEX), &self.index)?;
@@ -423,6 +484,7 @@ impl CatalogWriter {
             .insert(self.catalog.clone(), stored.clone());
         // The previous content (and any leftovers) can go now: readers hold open files.
         sweep(&catalog_dir, Some(&self.id));
+        self.storage.start_gzip_copy(&stored);
         Ok(stored)
     }
 }
@@ -433,108 +495,6 @@ impl Drop for CatalogWriter {
             let _ = fs::remove_dir_all(&self.tmp);
         }
     }
-}
-
-/// Writes the gzip copy on a thread of its own, so compressing (level 6: a little more CPU than
-/// parsing and re-encoding the whole catalog) overlaps with the ingest instead of following it.
-/// Splitting it over two compressor threads (pigz's scheme) was measured and gained nothing on
-/// two cores, where the walk needs the other one (docs/PERFORMANCE.md, "Issue 27: sixth step").
-///
-/// Lines are handed over in blocks of [`GzipWorker::BLOCK`] through a channel of
-/// [`GzipWorker::IN_FLIGHT`] blocks, so at most about 1.25 MiB waits in memory. When the thread
-/// fails (disk full), the next hand-over fails and [`GzipWorker::finish`] returns the thread's
-/// error. Dropped without `finish` (an abandoned store), the thread completes what it was given
-/// into the temporary file, which the writer removes.
-struct GzipWorker {
-    blocks: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
-    thread: Option<std::thread::JoinHandle<io::Result<u64>>>,
-    pending: Vec<u8>,
-}
-
-impl GzipWorker {
-    const BLOCK: usize = 256 * 1024;
-    const IN_FLIGHT: usize = 4;
-
-    fn start(file: File) -> GzipWorker {
-        let (blocks, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::IN_FLIGHT);
-        let compress = move || -> io::Result<u64> {
-            // Level 6, zlib's default (and Go's, which upstream's on-the-fly gzip uses). Once
-            // the JSON is encoded straight from its text, level 9 made this thread the whole
-            // ingest's critical path: on the 84 MB derived catalog it took 0.80-0.87 s against
-            // 0.49-0.53 s for level 6, for a copy 12% smaller (9.5 vs 10.8 MB)
-            // (docs/PERFORMANCE.md, "Issue 27: sixth step").
-            let mut gz = GzEncoder::new(
-                BufWriter::with_capacity(256 * 1024, file),
-                Compression::new(6),
-            );
-            for block in received {
-                gz.write_all(&block)?;
-            }
-            let mut out = gz.finish()?;
-            out.flush()?;
-            let file = out.get_ref();
-            file.sync_all()?;
-            Ok(file.metadata()?.len())
-        };
-        let thread = std::thread::Builder::new()
-            .name("catalogd-gzip".into())
-            .spawn(compress);
-        match thread {
-            Ok(thread) => GzipWorker {
-                blocks: Some(blocks),
-                thread: Some(thread),
-                pending: Vec::with_capacity(Self::BLOCK),
-            },
-            // No thread to be had: the first hand-over reports it.
-            Err(_) => GzipWorker {
-                blocks: None,
-                thread: None,
-                pending: Vec::new(),
-            },
-        }
-    }
-
-    /// Queues one line (the blob and a newline).
-    fn push(&mut self, blob: &[u8]) -> io::Result<()> {
-        self.pending.extend_from_slice(blob);
-        self.pending.push(b'\n');
-        if self.pending.len() >= Self::BLOCK {
-            self.hand_over()?;
-        }
-        Ok(())
-    }
-
-    fn hand_over(&mut self) -> io::Result<()> {
-        let block = std::mem::replace(&mut self.pending, Vec::with_capacity(Self::BLOCK));
-        let sent = self.blocks.as_ref().map(|b| b.send(block));
-        match sent {
-            Some(Ok(())) => Ok(()),
-            // The thread stopped (or never started): its error says why.
-            _ => Err(self.join().err().unwrap_or_else(stopped)),
-        }
-    }
-
-    /// Hands over the rest, waits for the thread, and returns the size of the gzip file.
-    fn finish(&mut self) -> io::Result<u64> {
-        if !self.pending.is_empty() {
-            self.hand_over()?;
-        }
-        self.join()
-    }
-
-    fn join(&mut self) -> io::Result<u64> {
-        self.blocks = None;
-        match self.thread.take() {
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("the gzip thread panicked"))),
-            None => Err(stopped()),
-        }
-    }
-}
-
-fn stopped() -> io::Error {
-    io::Error::other("the gzip writer thread is not running")
 }
 
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), StorageError> {
@@ -566,9 +526,8 @@ fn open_content_with_index(
     index: Index,
 ) -> Result<StoredCatalog, StorageError> {
     let jsonl_path = dir.join(JSONL);
-    let gzip_path = dir.join(GZIP);
     let jsonl = File::open(&jsonl_path).map_err(io_err("open", &jsonl_path))?;
-    let gzip = File::open(&gzip_path).map_err(io_err("open", &gzip_path))?;
+    let gzip = GzipCopy::open(dir, &meta);
     let stat = jsonl.metadata().map_err(io_err("stat", &jsonl_path))?;
     let modified = stat.modified().map_err(io_err("stat", &jsonl_path))?;
     Ok(StoredCatalog {

@@ -2,6 +2,11 @@ use std::io::Read;
 
 use super::*;
 
+/// A storage that writes gzip copies only when asked, so tests see the files they create.
+fn open(root: &Path) -> Result<Storage, StorageError> {
+    Storage::open_with(root, GzipCopies::WhenAsked)
+}
+
 fn store(
     storage: &Storage,
     catalog: &str,
@@ -44,7 +49,7 @@ const FOO: &[(&str, &str, &str, &str)] = &[
 #[test]
 fn stored_content_is_json_lines_with_an_index_covering_each_line() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage = Storage::open(dir.path()).expect("open");
+    let storage = open(dir.path()).expect("open");
     let c = store(&storage, "cat", "sha256:1", FOO);
     let text = read_all(&c);
     assert_eq!(
@@ -64,24 +69,87 @@ fn stored_content_is_json_lines_with_an_index_covering_each_line() {
     assert_eq!(c.blobs(), 2);
 }
 
-#[test]
-fn precompressed_copy_decompresses_to_the_same_bytes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let storage = Storage::open(dir.path()).expect("open");
-    let c = store(&storage, "cat", "sha256:1", FOO);
-    let mut gz = vec![0; c.gzip_len() as usize];
+fn gunzip(c: &StoredCatalog) -> String {
+    let mut gz = vec![0; c.gzip_len().expect("the gzip copy") as usize];
     c.read_gzip_at(&mut gz, 0).expect("read gz");
     let mut out = String::new();
     flate2::read::GzDecoder::new(&gz[..])
         .read_to_string(&mut out)
         .expect("gunzip");
-    assert_eq!(out, read_all(&c));
+    out
+}
+
+fn recorded_gzip_size(c: &StoredCatalog) -> Option<u64> {
+    let meta: ContentMeta = read_json(&c.dir.join(META)).expect("meta.json");
+    meta.gzip_size
+}
+
+#[test]
+fn the_gzip_copy_is_written_after_commit_and_decompresses_to_the_same_bytes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = open(dir.path()).expect("open");
+    let c = store(&storage, "cat", "sha256:1", FOO);
+    assert_eq!(c.gzip_len(), None, "live before its gzip copy");
+    assert_eq!(recorded_gzip_size(&c), None);
+    assert!(c.read_gzip_at(&mut [0; 4], 0).is_err());
+    let size = c.write_gzip_copy().expect("gzip copy");
+    assert_eq!(c.gzip_len(), Some(size));
+    assert_eq!(recorded_gzip_size(&c), Some(size));
+    assert_eq!(gunzip(&c), read_all(&c));
+    assert_eq!(c.write_gzip_copy().expect("written once"), size);
+    let names: Vec<String> = fs::read_dir(dir.path().join("cat"))
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(TMP_PREFIX))
+        .collect();
+    assert!(names.is_empty(), "partial files left: {names:?}");
+}
+
+/// catalogd's storage writes the copy on a thread of its own; a caller asking for it waits
+/// for that one write.
+#[test]
+fn in_the_background_the_copy_follows_without_being_asked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = Storage::open(dir.path()).expect("open");
+    let c = store(&storage, "cat", "sha256:1", FOO);
+    let size = c.write_gzip_copy().expect("gzip copy");
+    assert_eq!(recorded_gzip_size(&c), Some(size));
+    assert_eq!(gunzip(&c), read_all(&c));
+}
+
+/// A restart before the copy was finished (or with its file lost) writes it again; a complete
+/// one is used as it is.
+#[test]
+fn a_missing_or_unrecorded_copy_is_written_again_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let content_dir = {
+        let storage = open(dir.path()).expect("open");
+        let c = store(&storage, "cat", "sha256:1", FOO);
+        c.write_gzip_copy().expect("gzip copy");
+        c.dir.clone()
+    };
+    let reopened = |gzip_copies| {
+        let storage = Storage::open_with(dir.path(), gzip_copies).expect("reopen");
+        storage.get("cat").expect("get").expect("survived")
+    };
+    let c = reopened(GzipCopies::WhenAsked);
+    assert!(c.gzip_len().is_some(), "a recorded copy is used");
+    drop(c);
+
+    fs::remove_file(content_dir.join(GZIP)).expect("lose the copy");
+    let c = reopened(GzipCopies::WhenAsked);
+    assert_eq!(c.gzip_len(), None, "a lost copy is not served");
+    drop(c);
+    let c = reopened(GzipCopies::InBackground);
+    c.write_gzip_copy().expect("written again");
+    assert_eq!(gunzip(&c), read_all(&c));
+    assert!(content_dir.join(GZIP).is_file());
 }
 
 #[test]
 fn storing_the_live_digest_again_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage = Storage::open(dir.path()).expect("open");
+    let storage = open(dir.path()).expect("open");
     let first = store(&storage, "cat", "sha256:1", FOO);
     assert!(storage.begin("cat", "sha256:1").expect("begin").is_none());
     let again = storage.get("cat").expect("get").expect("present");
@@ -93,11 +161,11 @@ fn storing_the_live_digest_again_writes_nothing() {
 fn content_survives_a_restart_without_rewriting() {
     let dir = tempfile::tempdir().expect("tempdir");
     let before = {
-        let storage = Storage::open(dir.path()).expect("open");
+        let storage = open(dir.path()).expect("open");
         let c = store(&storage, "cat", "sha256:1", FOO);
         (read_all(&c), c.modified(), c.jsonl_path())
     };
-    let storage = Storage::open(dir.path()).expect("reopen");
+    let storage = open(dir.path()).expect("reopen");
     let c = storage.get("cat").expect("get").expect("survived");
     assert_eq!(read_all(&c), before.0);
     assert_eq!(c.modified(), before.1);
@@ -110,7 +178,7 @@ fn content_survives_a_restart_without_rewriting() {
 #[test]
 fn a_new_digest_replaces_content_and_readers_of_the_old_one_keep_reading() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage = Storage::open(dir.path()).expect("open");
+    let storage = open(dir.path()).expect("open");
     let old = store(&storage, "cat", "sha256:1", FOO);
     let old_text = read_all(&old);
     let new = store(&storage, "cat", "sha256:2", &FOO[..1]);
@@ -128,7 +196,7 @@ fn a_new_digest_replaces_content_and_readers_of_the_old_one_keep_reading() {
 fn an_interrupted_store_leaves_the_previous_content_live_and_is_swept() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
-        let storage = Storage::open(dir.path()).expect("open");
+        let storage = open(dir.path()).expect("open");
         store(&storage, "cat", "sha256:1", FOO);
         let mut w = storage
             .begin("cat", "sha256:2")
@@ -151,7 +219,7 @@ fn an_interrupted_store_leaves_the_previous_content_live_and_is_swept() {
             .count()
     };
     assert_eq!(leftovers(), 1);
-    let storage = Storage::open(dir.path()).expect("reopen");
+    let storage = open(dir.path()).expect("reopen");
     assert_eq!(
         storage.get("cat").expect("get").expect("live").digest(),
         "sha256:1"
@@ -162,7 +230,7 @@ fn an_interrupted_store_leaves_the_previous_content_live_and_is_swept() {
 #[test]
 fn dropping_an_uncommitted_writer_removes_its_files() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage = Storage::open(dir.path()).expect("open");
+    let storage = open(dir.path()).expect("open");
     let w = storage
         .begin("cat", "sha256:1")
         .expect("begin")
@@ -178,7 +246,7 @@ fn dropping_an_uncommitted_writer_removes_its_files() {
 #[test]
 fn delete_removes_content_but_not_from_readers_in_flight() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage = Storage::open(dir.path()).expect("open");
+    let storage = open(dir.path()).expect("open");
     let c = store(&storage, "cat", "sha256:1", FOO);
     let text = read_all(&c);
     storage.delete("cat").expect("delete");
@@ -191,7 +259,7 @@ fn delete_removes_content_but_not_from_readers_in_flight() {
 #[test]
 fn names_that_could_escape_the_root_are_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage = Storage::open(dir.path()).expect("open");
+    let storage = open(dir.path()).expect("open");
     for bad in ["", "../x", "a/b", ".hidden"] {
         assert!(
             matches!(storage.get(bad), Err(StorageError::InvalidName(_))),
