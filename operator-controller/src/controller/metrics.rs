@@ -16,6 +16,7 @@
 //! | `operator_controller_extensions_awaiting_approval` | gauge | – | extensions whose resolved bundle waits for approval (`status.pendingApproval` set) |
 //! | `operator_controller_rollbacks_total` | counter | – | failed upgrades rolled back (`spec.install.rollback`) |
 //! | `operator_controller_extensions_rollback_refused` | gauge | – | extensions whose failed upgrade stays because rolling back is unsafe |
+//! | `operator_controller_write_conflicts_total` | counter | – | reconciles whose write was refused because the extension changed since it was read (retried from 10 ms) |
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -87,6 +88,7 @@ struct Inner {
     awaiting_approval: Gauge,
     awaiting: Mutex<std::collections::BTreeSet<String>>,
     rollbacks: Counter,
+    write_conflicts: Counter,
     rollback_refused: Gauge,
     refused: Mutex<std::collections::BTreeSet<String>>,
     /// Per extension: its state and how many objects its last apply wrote.
@@ -170,6 +172,12 @@ impl Metrics {
             "Failed upgrades rolled back to the previous release (spec.install.rollback)",
             rollbacks.clone(),
         );
+        let write_conflicts = Counter::default();
+        registry.register(
+            "operator_controller_write_conflicts",
+            "Reconciles whose write was refused because the ClusterExtension changed since it was read (retried at once)",
+            write_conflicts.clone(),
+        );
         let rollback_refused = Gauge::default();
         registry.register(
             "operator_controller_extensions_rollback_refused",
@@ -179,6 +187,7 @@ impl Metrics {
         Metrics {
             inner: Arc::new(Inner {
                 rollbacks,
+                write_conflicts,
                 rollback_refused,
                 refused: Mutex::new(std::collections::BTreeSet::new()),
                 awaiting_approval,
@@ -284,6 +293,11 @@ impl Metrics {
         self.inner
             .awaiting_approval
             .set(i64::try_from(set.len()).unwrap_or(i64::MAX));
+    }
+
+    /// Counts a reconcile that lost a write race (409) and is tried again.
+    pub fn write_conflict(&self) {
+        self.inner.write_conflicts.inc();
     }
 
     /// Counts a rollback performed.
@@ -396,8 +410,10 @@ mod tests {
         m.set_state("c", state("False", "Retrying"));
         m.observe_apply("a", 2, 3, 1);
         m.observe_apply("b", 0, 4, 0);
+        m.write_conflict();
         let text = m.encode();
         for line in [
+            "operator_controller_write_conflicts_total 1",
             "operator_controller_reconciles_total{result=\"success\"} 1",
             "operator_controller_extensions{installed=\"True\",progressing=\"Succeeded\"} 2",
             "operator_controller_extensions{installed=\"False\",progressing=\"Retrying\"} 1",

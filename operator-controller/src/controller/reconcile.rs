@@ -392,6 +392,7 @@ pub fn error_policy(
 ) -> Action {
     let name = extension.name_any();
     if error.is_conflict() {
+        ctx.metrics.write_conflict();
         tracing::debug!(extension = %name, error = %error, "extension changed while reconciling; retrying with the new version");
     } else {
         tracing::info!(extension = %name, error = %error, "reconcile failed");
