@@ -32,8 +32,6 @@ pub enum Piece {
     Jsonl(Section),
     /// A byte range of `catalog.jsonl.gz`.
     Gzip(Section),
-    /// A byte range of the kept compressed answers (`answers.gz`).
-    Answer(Section),
 }
 
 /// Total number of bytes the pieces produce (before any on-the-fly compression).
@@ -42,7 +40,7 @@ pub fn total_len(pieces: &[Piece]) -> u64 {
         .iter()
         .map(|p| match p {
             Piece::Static(b) => b.len() as u64,
-            Piece::Jsonl(s) | Piece::Gzip(s) | Piece::Answer(s) => s.len,
+            Piece::Jsonl(s) | Piece::Gzip(s) => s.len,
         })
         .sum()
 }
@@ -99,7 +97,6 @@ fn read_all(catalog: &StoredCatalog, pieces: &[Piece]) -> io::Result<Bytes> {
             }
             Piece::Jsonl(s) => (*s, StoredCatalog::read_jsonl_at),
             Piece::Gzip(s) => (*s, StoredCatalog::read_gzip_at),
-            Piece::Answer(s) => (*s, StoredCatalog::read_answers_at),
         };
         let start = out.len();
         let len = usize::try_from(section.len).map_err(io::Error::other)?;
@@ -120,16 +117,8 @@ fn read_all(catalog: &StoredCatalog, pieces: &[Piece]) -> io::Result<Bytes> {
 /// thread per response, and inline reads without turns, both put p99 latency at seconds for 64
 /// concurrent `/all` downloads).
 fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
-    Body::from_stream(on_demand_stream(catalog, pieces))
-}
-
-/// The chunks of [`on_demand`].
-fn on_demand_stream(
-    catalog: Arc<StoredCatalog>,
-    pieces: Vec<Piece>,
-) -> impl futures::Stream<Item = io::Result<Bytes>> + Send + 'static {
     let cursor = Cursor::new(catalog, pieces);
-    futures::stream::unfold(Some(cursor), |state| async move {
+    let stream = futures::stream::unfold(Some(cursor), |state| async move {
         let mut cursor = state?;
         let cached = {
             let _turn = READ_TURNS.acquire().await.ok()?;
@@ -150,7 +139,8 @@ fn on_demand_stream(
             Some(Err(e)) => Some((Err(e), None)),
             Some(Ok(bytes)) => Some((Ok(bytes), Some(cursor))),
         }
-    })
+    });
+    Body::from_stream(stream)
 }
 
 /// Turns at reading a chunk on the runtime thread, handed out in the order connections ask for
@@ -297,11 +287,6 @@ impl Cursor {
                     StoredCatalog::read_gzip_at,
                     StoredCatalog::read_gzip_cached_at,
                 ),
-                Piece::Answer(s) => (
-                    *s,
-                    StoredCatalog::read_answers_at,
-                    StoredCatalog::read_answers_cached_at,
-                ),
             };
             if self.done_in_piece >= section.len {
                 self.piece += 1;
@@ -379,7 +364,7 @@ fn compressed(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
         .iter()
         .map(|p| match p {
             Piece::Jsonl(s) => Some(*s),
-            Piece::Static(_) | Piece::Gzip(_) | Piece::Answer(_) => None,
+            Piece::Static(_) | Piece::Gzip(_) => None,
         })
         .collect();
     let Some(sections) = sections.filter(|_| total_len(&pieces) <= CompressedAnswers::MAX_INPUT)
@@ -417,18 +402,34 @@ fn compressed(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
     Body::from_stream(body)
 }
 
-/// The chunks of a kept compressed answer: read at once when small (as [`inline`] does),
-/// else on demand.
+/// The chunks of a kept compressed answer: one read into one buffer, from the page cache on
+/// this thread when it holds the answer, else on the blocking pool.
+///
+/// Not through [`on_demand`]'s turns and chunk mappings: a kept answer is bounded
+/// ([`CompressedAnswers::MAX_INPUT`] before compression) and asked by many clients at once
+/// (many installs of one package). Read in 256 KiB turns, the largest package's answer (385 KB)
+/// was served at 1.9-2.4 k requests/s, against 4.2-4.5 k from memory before it was kept in a
+/// file (`make bench-upstream`, P3 `metas_large_gz`).
 fn kept_answer(
     catalog: Arc<StoredCatalog>,
     at: Section,
 ) -> futures::stream::BoxStream<'static, io::Result<Bytes>> {
-    let pieces = vec![Piece::Answer(at)];
-    if at.len <= INLINE_MAX {
-        futures::stream::once(futures::future::ready(read_all(&catalog, &pieces))).boxed()
-    } else {
-        on_demand_stream(catalog, pieces).boxed()
-    }
+    futures::stream::once(async move {
+        let len = usize::try_from(at.len).map_err(io::Error::other)?;
+        let mut buf = vec![0u8; len];
+        if matches!(catalog.read_answers_cached_at(&mut buf, at.offset), Ok(n) if n == len) {
+            return Ok(Bytes::from(buf));
+        }
+        tokio::task::spawn_blocking(move || {
+            read_exact_at(&mut buf, at.offset, |b, off| {
+                catalog.read_answers_at(b, off)
+            })?;
+            Ok(Bytes::from(buf))
+        })
+        .await
+        .unwrap_or_else(|e| Err(io::Error::other(e)))
+    })
+    .boxed()
 }
 
 /// Compresses on a blocking thread that feeds the connection through a small channel: deflate is
@@ -712,9 +713,9 @@ mod tests {
         );
     }
 
-    /// A kept answer larger than [`INLINE_MAX`] is read from `answers.gz` chunk by chunk.
+    /// A kept answer larger than a read chunk is read from `answers.gz` whole.
     #[tokio::test]
-    async fn a_large_kept_answer_is_streamed_from_the_answers_file() {
+    async fn a_large_kept_answer_is_read_from_the_answers_file() {
         let (_dir, catalog, _) = stored(10);
         let sections = [Section { offset: 0, len: 1 }];
         let bytes: Bytes = (0..CHUNK as u32 + 70_000)
@@ -726,7 +727,7 @@ mod tests {
             .expect("kept");
         assert_eq!(fresh, Answer::Fresh(bytes.clone()));
         let at = catalog.compressed().get(&sections).expect("kept");
-        assert!(at.len > INLINE_MAX);
+        assert!(at.len > CHUNK as u64);
         let body = Body::from_stream(kept_answer(catalog.clone(), at));
         let streamed = axum::body::to_bytes(body, usize::MAX).await.expect("body");
         assert_eq!(streamed, bytes);
