@@ -132,7 +132,7 @@ impl CompressedAnswers {
     /// Where the answer for `sections` is kept, without waiting for one being computed.
     pub fn get(&self, sections: &[Section]) -> Option<Section> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        (*entries.get(sections)?.get()?).filter(|s| s.len > 0)
+        *entries.get(sections)?.get()?
     }
 
     /// Reads kept answer bytes at `offset` of `answers.gz`.

@@ -66,10 +66,10 @@ impl GzipCopy {
         if let Some((_, size)) = self.get() {
             return Ok(size);
         }
-        let size = compress(jsonl, &self.partial("gzip"))
-            .map_err(io_err("write", &self.partial("gzip")))?;
+        let partial = self.partial("gzip");
+        let size = compress(jsonl, &partial).map_err(io_err("write", &partial))?;
         let path = self.dir.join(GZIP);
-        fs::rename(self.partial("gzip"), &path).map_err(io_err("rename", &self.partial("gzip")))?;
+        fs::rename(&partial, &path).map_err(io_err("rename", &partial))?;
         // meta.json is replaced atomically: a restart finds either the old one (and writes the
         // copy again) or the new one.
         let meta_partial = self.partial("meta");
@@ -83,9 +83,7 @@ impl GzipCopy {
         let _ = self.done.set((file, size));
         Ok(size)
     }
-}
 
-impl GzipCopy {
     /// A file being written for this content, beside its directory rather than in it: a
     /// temporary name the catalog's next sweep removes (after a crash, or when the content is
     /// superseded meanwhile), and never a file left in a directory being removed.
