@@ -2,14 +2,27 @@
 //!
 //! Input: an FBC directory (from an unpacked image or a local path) and the digest identifying it.
 //! Output: the live [`StoredCatalog`]. Reads the directory and writes the storage root; blocking,
-//! so async callers run it on a blocking thread.
+//! so async callers run it on a blocking thread. Files are parsed on up to [`MAX_WALK_THREADS`]
+//! threads (no more than the cores this process may use) and stored in walk order.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use olm_api::fbc::{WalkError, walk_metas_dir};
+use olm_api::fbc::{WalkError, walk_metas_dir_parallel};
 
 use crate::storage::{Storage, StorageError, StoredCatalog};
+
+/// Most threads one ingest parses files on. Parsing is CPU-bound and the writer is one thread, so
+/// more than a few threads only add memory.
+pub const MAX_WALK_THREADS: usize = 4;
+
+/// The threads an ingest walks with: the cores this process may use (its CPU quota included), at
+/// most [`MAX_WALK_THREADS`].
+fn walk_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_WALK_THREADS)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -34,7 +47,7 @@ pub fn ingest_dir(
             None => ingest_dir(storage, catalog, digest, dir),
         };
     };
-    let walked = walk_metas_dir(dir, |meta| {
+    let walked = walk_metas_dir_parallel(dir, walk_threads(), |meta| {
         writer
             .push(&meta.schema, &meta.package, &meta.name, &meta.blob)
             .map_err(WalkError::callback)

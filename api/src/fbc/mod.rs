@@ -22,6 +22,7 @@ pub mod model;
 pub mod property;
 pub mod validate;
 pub mod walk;
+mod walk_parallel;
 pub mod yaml;
 
 pub use model::{
@@ -35,3 +36,4 @@ pub use property::{
 };
 pub use validate::{Checks, Finding, Report, validate};
 pub use walk::{Meta, Origin, WalkError, walk_metas_dir, walk_metas_reader};
+pub use walk_parallel::walk_metas_dir_parallel;
