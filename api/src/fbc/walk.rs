@@ -233,15 +233,26 @@ pub(crate) fn walk_objects_dir<E: From<WalkError>>(
     f: &mut dyn FnMut(RawObject) -> Result<(), E>,
 ) -> Result<(), E> {
     catalog_files(root, &mut |path: &Path| {
-        let file = open_regular_bounded(path, MAX_CATALOG_FILE_BYTES).map_err(file_error)?;
-        read_stream_with(
-            file,
-            Arc::from(path.display().to_string()),
-            null_documents,
-            decode,
-            f,
-        )
+        read_catalog_file(path, null_documents, decode, f)
     })
+}
+
+/// Streams the objects of one catalog file (a regular file within [`MAX_CATALOG_FILE_BYTES`]),
+/// naming it in positions and errors.
+pub(crate) fn read_catalog_file<E: From<WalkError>>(
+    path: &Path,
+    null_documents: NullDocuments,
+    decode: Decode,
+    f: &mut dyn FnMut(RawObject) -> Result<(), E>,
+) -> Result<(), E> {
+    let file = open_regular_bounded(path, MAX_CATALOG_FILE_BYTES).map_err(file_error)?;
+    read_stream_with(
+        file,
+        Arc::from(path.display().to_string()),
+        null_documents,
+        decode,
+        f,
+    )
 }
 
 /// Visits every catalog file under `root` in the order catalogd reads them: depth first, entries

@@ -19,15 +19,14 @@
 //! workers: their channels close, and they take no further file.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
 
 use super::walk::{
-    Decode, MAX_CATALOG_FILE_BYTES, Meta, NullDocuments, RawObject, WalkError, catalog_files,
-    file_error, read_stream_with, walk_metas_dir,
+    Decode, Meta, NullDocuments, RawObject, WalkError, catalog_files, read_catalog_file,
+    walk_metas_dir,
 };
-use crate::regular_file::open_regular_bounded;
 
 /// Blob bytes a worker collects before handing a chunk over.
 pub const CHUNK_BYTES: usize = 128 << 10;
@@ -121,16 +120,14 @@ fn encode_files(
 
 /// Sends one file's objects in chunks; the error that stopped it, if any.
 fn encode_file(path: &Path, tx: &SyncSender<Message>) -> Result<(), WalkError> {
-    let file = open_regular_bounded(path, MAX_CATALOG_FILE_BYTES).map_err(file_error)?;
     let mut chunk = Vec::new();
     let mut chunk_bytes = 0;
     let send = |chunk: Vec<Meta>| {
         tx.send(Message::Metas(chunk))
             .map_err(|_| WalkError::callback(Stopped))
     };
-    read_stream_with(
-        file,
-        Arc::from(path.display().to_string()),
+    read_catalog_file(
+        path,
         NullDocuments::Skip,
         Decode::BlobsOnly,
         &mut |raw: RawObject| {
