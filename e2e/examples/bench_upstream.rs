@@ -499,6 +499,15 @@ async fn run(settings: Settings) {
                 format!("p5_{who}_rss_mib"),
                 proc_status_kib(pid, "VmRSS") as f64 / 1024.0,
             );
+            // The split says what the RSS is made of: anonymous memory (heap, stacks) is the
+            // process's own; file pages are its code and data mapped from the binary, clean and
+            // reclaimable, and mapped by the kernel around each page fault.
+            for (field, key) in [("RssAnon", "rss_anon"), ("RssFile", "rss_file")] {
+                results.insert(
+                    format!("p5_{who}_{key}_mib"),
+                    proc_status_kib(pid, field) as f64 / 1024.0,
+                );
+            }
             results.insert(
                 format!("p5_{who}_idle_cpu_percent"),
                 (cpu_seconds(pid) - cpu) / IDLE_WINDOW.as_secs_f64() * 100.0,
@@ -506,9 +515,13 @@ async fn run(settings: Settings) {
         }
         results.insert("p5_idle_apiserver_requests_per_min".into(), idle_requests);
         println!(
-            "bench-upstream: P5 RSS catalogd {:.1} MiB, operator-controller {:.1} MiB; idle CPU {:.2}% / {:.2}%; {idle_requests:.0} apiserver requests in the idle minute",
+            "bench-upstream: P5 RSS catalogd {:.1} MiB ({:.1} anonymous, {:.1} file), operator-controller {:.1} MiB ({:.1} anonymous, {:.1} file); idle CPU {:.2}% / {:.2}%; {idle_requests:.0} apiserver requests in the idle minute",
             results["p5_catalogd_rss_mib"],
+            results["p5_catalogd_rss_anon_mib"],
+            results["p5_catalogd_rss_file_mib"],
             results["p5_operator_controller_rss_mib"],
+            results["p5_operator_controller_rss_anon_mib"],
+            results["p5_operator_controller_rss_file_mib"],
             results["p5_catalogd_idle_cpu_percent"],
             results["p5_operator_controller_idle_cpu_percent"]
         );

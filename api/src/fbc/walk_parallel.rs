@@ -36,7 +36,7 @@ pub const CHUNK_BYTES: usize = 128 << 10;
 /// ahead waits once its window is full, so a smaller window loses the second core behind large
 /// files: on that catalog (two cores, catalogd's allocator settings), a 256 KiB window kept only
 /// a third of the gain, 1 MiB kept all of it for 3.5 MiB more peak RSS than the sequential walk,
-/// 2 MiB added memory and no speed (docs/PERFORMANCE.md).
+/// 2 MiB added memory and no speed (docs/performance/issue-27.md, eighth step).
 pub const CHUNKS_IN_FLIGHT: usize = 8;
 
 /// What a worker sends about one file.

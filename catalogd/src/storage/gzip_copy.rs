@@ -98,7 +98,7 @@ impl GzipCopy {
 ///
 /// Level 6, zlib's default (and Go's, which upstream's on-the-fly gzip uses): on the 84 MB
 /// derived catalog level 9 took 0.80-0.87 s against 0.49-0.53 s for level 6, for a copy 12%
-/// smaller (9.5 vs 10.8 MB) (docs/PERFORMANCE.md, "Issue 27: sixth step").
+/// smaller (9.5 vs 10.8 MB) (docs/performance/issue-27.md, "Issue 27: sixth step").
 fn compress(jsonl: &File, to: &Path) -> io::Result<u64> {
     let out = File::create(to)?;
     let mut gz = GzEncoder::new(BufWriter::with_capacity(READ, out), Compression::new(6));
