@@ -495,14 +495,14 @@ async fn run(settings: Settings) {
             ("catalogd", catalogd_pid, cd_cpu),
             ("operator_controller", oc_pid, oc_cpu),
         ] {
-            results.insert(
-                format!("p5_{who}_rss_mib"),
-                proc_status_kib(pid, "VmRSS") as f64 / 1024.0,
-            );
-            // The split says what the RSS is made of: anonymous memory (heap, stacks) is the
-            // process's own; file pages are its code and data mapped from the binary, clean and
-            // reclaimable, and mapped by the kernel around each page fault.
-            for (field, key) in [("RssAnon", "rss_anon"), ("RssFile", "rss_file")] {
+            // RSS, and what it is made of: anonymous memory (heap, stacks) is the process's own;
+            // file pages are its code and data mapped from the binary, clean and reclaimable, and
+            // mapped by the kernel around each page fault.
+            for (field, key) in [
+                ("VmRSS", "rss"),
+                ("RssAnon", "rss_anon"),
+                ("RssFile", "rss_file"),
+            ] {
                 results.insert(
                     format!("p5_{who}_{key}_mib"),
                     proc_status_kib(pid, field) as f64 / 1024.0,
