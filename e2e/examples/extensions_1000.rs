@@ -306,10 +306,7 @@ async fn start_operator_controller(registry: &Registry) -> (Supervised, tempfile
         .and_then(|a| a.binary("operator-controller"))
         .unwrap_or_else(|e| panic!("{e}"));
     let scratch = tempfile::tempdir().unwrap();
-    let health = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
+    let health = olm_e2e::ports::free_port().expect("a free port on 127.0.0.1");
     let spec = Spec::new("operator-controller", bin, scratch.path())
         .arg("run")
         .arg("--kubeconfig")

@@ -16,7 +16,7 @@
 //!
 //! The helpers panic on failure, as test code does.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -32,6 +32,7 @@ use serde_json::json;
 use crate::assets::Assets;
 use crate::eventually::eventually_explained;
 use crate::images::{push_catalog, testdata};
+use crate::operator_controller::free_port;
 use crate::process::{Spec, Supervised};
 use crate::registry::Registry;
 use crate::test_env::unique_name;
@@ -107,23 +108,6 @@ pub struct Catalogd {
     _cache: Option<tempfile::TempDir>,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
-}
-
-/// A free port other than `taken`.
-fn free_port_except(taken: u16) -> u16 {
-    loop {
-        let port = free_port();
-        if port != taken {
-            return port;
-        }
-    }
-}
-
 fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
@@ -158,10 +142,9 @@ impl Setup {
                 .external_address
                 .clone()
                 .unwrap_or_else(|| content.to_string()),
-            // Never the content port: a replacement catalogd reuses its predecessor's, which is
-            // free until the replacement binds it, so a free port may be that very one (seen
-            // once in the chaos test: both listeners on one port, the second bind refused).
-            health: loopback(free_port_except(content.port())),
+            // Never the content port, which a replacement catalogd reuses from its predecessor
+            // (free until the replacement binds it): ports are never handed out twice.
+            health: loopback(free_port()),
             cache,
             owned_cache,
             scratch,

@@ -13,7 +13,7 @@
 //!
 //! Start-up order: certificates → etcd (`/health`) → kube-apiserver (`/readyz`) → CRDs applied and
 //! `Established` → (Full) the other components, the fake Node `Ready`, the `default`
-//! ServiceAccount present. Ports are found by binding 127.0.0.1:0; a component that loses its port
+//! ServiceAccount present. Ports come from [`crate::ports`]; a component that loses its port
 //! to another process in the meantime is restarted on new ports. A component that exits or does
 //! not become ready fails the start with the tail of its log; the scratch directory is then kept.
 
@@ -24,7 +24,6 @@ pub mod kubeconfig;
 
 use std::future::Future;
 use std::io::Write;
-use std::net::TcpListener;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -826,20 +825,10 @@ fn write_file(path: &Path, contents: &str, secret: bool) -> Result<(), ControlPl
     file.write_all(contents.as_bytes()).map_err(err)
 }
 
-/// `N` distinct free ports on 127.0.0.1. All are held until all are found, so they differ; they
-/// are then released for the component to bind (a race the callers handle by retrying).
+/// `N` distinct free ports on 127.0.0.1 (see [`crate::ports`]); released for the component to
+/// bind, a race the callers handle by retrying.
 fn free_loopback_ports<const N: usize>() -> Result<[u16; N], ControlPlaneError> {
-    let mut listeners = Vec::with_capacity(N);
-    let mut ports = [0u16; N];
-    for port in &mut ports {
-        let listener = TcpListener::bind((flags::LOOPBACK, 0)).map_err(ControlPlaneError::Port)?;
-        *port = listener
-            .local_addr()
-            .map_err(ControlPlaneError::Port)?
-            .port();
-        listeners.push(listener);
-    }
-    Ok(ports)
+    crate::ports::free_ports().map_err(ControlPlaneError::Port)
 }
 
 /// Polls `check` until it succeeds. Fails at once if any of `processes` exits, and after `timeout`

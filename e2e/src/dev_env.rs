@@ -416,11 +416,8 @@ pub async fn push_sample_catalog_image(
     Ok((registry.image("olm/example-catalog:latest"), pushed.digest))
 }
 
-fn free_port() -> Result<u16, DevEnvError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(DevEnvError::step("catalogd"))
+fn free_port(step: &'static str) -> Result<u16, DevEnvError> {
+    crate::ports::free_port().map_err(DevEnvError::step(step))
 }
 
 async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
@@ -431,13 +428,7 @@ async fn start_catalogd(env: &mut DevEnv) -> Result<(), DevEnvError> {
     let bin = Assets::products()
         .and_then(|a| a.binary("catalogd"))
         .map_err(DevEnvError::step(step))?;
-    let content = free_port()?;
-    // Two free ports picked one after the other may be the same one (the first is released
-    // before the second is picked).
-    let mut health = free_port()?;
-    while health == content {
-        health = free_port()?;
-    }
+    let [content, health] = [free_port(step)?, free_port(step)?];
     let spec = Spec::new("catalogd", bin, &cp.log_dir())
         // Plain text in the log file, without terminal colour codes.
         .env("NO_COLOR", "1")
@@ -667,7 +658,7 @@ async fn start_operator_controller(env: &mut DevEnv) -> Result<(), DevEnvError> 
     ensure_namespace(&cp.client().await, SYSTEM_NAMESPACE)
         .await
         .map_err(DevEnvError::step(step))?;
-    let health = free_port()?;
+    let health = free_port(step)?;
     let spec = Spec::new("operator-controller", bin, &cp.log_dir())
         // Plain text in the log file, without terminal colour codes.
         .env("NO_COLOR", "1")

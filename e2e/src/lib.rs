@@ -8,8 +8,9 @@
 //!   apply an extension, wait for a condition and its message, release records, snapshots).
 //! - [`release`]: the product images and the install manifest (`make images`,
 //!   `make release-manifest`).
-//! - [`process`], [`workdir`], [`assets`], [`sockets`]: child supervision, scratch directories,
-//!   binary discovery and listening-socket inspection.
+//! - [`process`], [`workdir`], [`assets`], [`sockets`], [`ports`]: child supervision, scratch
+//!   directories, binary discovery, listening-socket inspection and the loopback ports children
+//!   are given.
 //! - [`dev_env`] (`olm-dev-env run`, `make run`) and [`kubectl`]: the environment for trying OLM by
 //!   hand, which watches its components.
 //! - [`bench`]: shared pieces of the benchmarks in `e2e/examples/`.
@@ -29,6 +30,7 @@ pub mod kubectl;
 pub mod metrics;
 pub mod operator_controller;
 pub mod pod_sandbox;
+pub mod ports;
 pub mod process;
 pub mod real_node;
 pub mod registry;

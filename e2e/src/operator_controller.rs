@@ -8,7 +8,7 @@
 //!
 //! The helpers panic on failure, as test code does.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -75,12 +75,9 @@ pub struct OperatorController {
     _cache: Option<tempfile::TempDir>,
 }
 
-/// A free TCP port on 127.0.0.1.
+/// A free TCP port on 127.0.0.1, never handed out before in this process (see [`crate::ports`]).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
+    crate::ports::free_port().expect("a free port on 127.0.0.1")
 }
 
 impl OperatorController {
@@ -146,11 +143,16 @@ impl OperatorController {
             _cache: owned_cache,
         };
         let ready = format!("{}/readyz", controller.health_root);
+        // Ready only once this process says it listens there: a port lost to another process
+        // would otherwise be reported ready by whoever holds it.
+        let listening = format!("health probe server listening addr={health}");
         controller
             .eventually("operator-controller to become ready", || {
                 let ready = ready.clone();
+                let ours = controller.log().contains(&listening);
                 async move {
-                    matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200).then_some(())
+                    (ours && matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200))
+                        .then_some(())
                 }
             })
             .await;

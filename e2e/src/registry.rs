@@ -9,7 +9,7 @@
 //! and keeps running when the test that started it ends (see [`crate::process`]).
 
 use std::fmt::Write as _;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -436,7 +436,7 @@ fn registry_binary() -> Result<PathBuf, RegistryError> {
 }
 
 fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    crate::ports::free_port()
 }
 
 /// (CA PEM, serving certificate PEM, serving key PEM) for 127.0.0.1 and localhost.
