@@ -3,7 +3,7 @@
 //!
 //! | module | what it gives a binary |
 //! |---|---|
-//! | [`allocator`] | the C library allocator with two arenas and fixed 128 KiB mapping and trim thresholds (`MALLOC_*` variables, set by executing the binary again), so memory freed after a burst goes back to the system |
+//! | [`allocator`] | the C library allocator with two arenas and fixed 128 KiB mapping and trim thresholds (`MALLOC_*` variables, set by executing the binary again) and a periodic `malloc_trim`, so memory freed after a burst goes back to the system |
 //! | [`client`] | a Kubernetes client from a kubeconfig or the in-cluster configuration, with the rustls provider installed once |
 //! | [`leader`] | Lease-based leader election (client-go's rules), or constant leadership for a single replica |
 //! | [`server`] | an HTTP(S) server: certificate reload, header-read and idle timeouts, a connection cap, graceful shutdown |
