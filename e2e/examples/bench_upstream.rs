@@ -33,8 +33,8 @@ use kube::api::{Api, ListParams, PostParams};
 use olm_api::v1::{ClusterCatalog, ClusterExtension, ConditionType, find_condition};
 use olm_e2e::assets::Assets;
 use olm_e2e::bench::{
-    apiserver_requests, cpu_seconds, create_extensions, diff, extension, loadavg, print_top,
-    proc_status_kib, push_bundle, wait_all_available,
+    apiserver_requests, cpu_seconds, create_extensions, diff, extension, loadavg,
+    machine_cpu_seconds, print_top, proc_status_kib, push_bundle, wait_all_available,
 };
 use olm_e2e::operator_controller::{
     CATALOG_NAME_LABEL, CatalogSpec, ChannelSpec, bundle_name, ensure_namespace, free_port,
@@ -535,6 +535,17 @@ async fn run(settings: Settings) {
         let total = names.len() * PACKAGES;
         let requests_before = apiserver_requests(&client).await;
         let cpu_before = cpu_seconds(oc_pid);
+        // Where the machine's time goes meanwhile: the control plane (API server, etcd,
+        // controller-manager, scheduler, kwok) serves both sides' requests and runs the Pods.
+        let control_plane: Vec<u32> = env
+            .control_plane
+            .components()
+            .iter()
+            .map(|c| c.pid)
+            .collect();
+        let control_plane_cpu = || control_plane.iter().map(|p| cpu_seconds(*p)).sum::<f64>();
+        let control_plane_before = control_plane_cpu();
+        let machine_before = machine_cpu_seconds();
         let (installed, own_requests) =
             install_many(&client, &names, &controller, settings.p6_timeout).await;
         let delta = diff(&requests_before, &apiserver_requests(&client).await);
@@ -546,6 +557,12 @@ async fn run(settings: Settings) {
             Some(total),
         );
         let cpu = cpu_seconds(oc_pid) - cpu_before;
+        let control_plane_cpu = control_plane_cpu() - control_plane_before;
+        let machine = machine_cpu_seconds();
+        let busy_percent =
+            100.0 * (machine.0 - machine_before.0) / (machine.1 - machine_before.1).max(1e-9);
+        results.insert("p6_control_plane_cpu_seconds".into(), control_plane_cpu);
+        results.insert("p6_machine_busy_percent".into(), busy_percent);
         results.insert("p6_extensions".into(), total as f64);
         match installed {
             Some(t) => {
@@ -563,7 +580,7 @@ async fn run(settings: Settings) {
         );
         results.insert("p6_cpu_seconds".into(), cpu);
         println!(
-            "bench-upstream: P6 {total} extensions: {:?}s; peak RSS {:.1} MiB; {:.1} apiserver requests per extension (without the benchmark's own); {cpu:.1} CPU s",
+            "bench-upstream: P6 {total} extensions: {:?}s; peak RSS {:.1} MiB; {:.1} apiserver requests per extension (without the benchmark's own); {cpu:.1} CPU s; control plane {control_plane_cpu:.1} CPU s; machine {busy_percent:.0}% busy",
             results.get("p6_seconds"),
             results["p6_peak_rss_mib"],
             results["p6_requests_per_extension"]

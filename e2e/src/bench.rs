@@ -272,6 +272,26 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     ticks as f64 / clock_ticks()
 }
 
+/// (busy, all) CPU seconds of the whole machine since boot, from `/proc/stat`'s `cpu` line: busy
+/// is everything but `idle` and `iowait`.
+pub fn machine_cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu "))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|t| t.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+    let all: u64 = ticks.iter().take(8).sum();
+    let idle: u64 = ticks.iter().skip(3).take(2).sum();
+    let hz = clock_ticks();
+    ((all - idle) as f64 / hz, all as f64 / hz)
+}
+
 fn clock_ticks() -> f64 {
     std::process::Command::new("getconf")
         .arg("CLK_TCK")

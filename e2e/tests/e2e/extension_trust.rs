@@ -498,10 +498,14 @@ async fn a_replica_that_loses_its_lease_mid_upgrade_writes_nothing_more() {
         })
         .map(|event| event.to_string())
         .collect();
-    assert_eq!(
-        late,
-        Vec::<String>::new(),
-        "writes of the old leader after it noticed"
+    // The audit log has the time the API server received a request, not when it was sent: the
+    // one request in flight when the replica noticed may arrive just after (seen once in CI on a
+    // loaded machine: a dry-run patch received after the log line). A replica that went on
+    // would send more: each object is a dry run, then the write, then the next object.
+    assert!(
+        late.len() <= 1,
+        "writes of the old leader after it noticed (one in flight allowed):\n{}",
+        late.join("\n")
     );
     scenario.delete_extension(&ext).await;
     scenario.finish().await;
