@@ -57,6 +57,7 @@ async fn serving_certificate_is_valid_for_localhost_as_well_as_127_0_0_1() {
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();
+    olm_e2e::install_crypto_provider();
     let client = kube::Client::try_from(config).unwrap();
     let (user, _) = who_am_i(client).await;
     assert_eq!(user, "admin");

@@ -487,6 +487,7 @@ mod tests {
 
     #[tokio::test]
     async fn owned_by_answers_a_labelled_list_once_the_watch_has_listed() {
+        olm_runtime::client::install_crypto_provider();
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a url"));
         let client = kube::Client::try_from(config).expect("a client (never called)");
         let (drift, _events) = DriftWatches::new(client, 1);
@@ -528,6 +529,7 @@ mod tests {
 
     #[tokio::test]
     async fn unchanged_holds_while_the_watch_sees_the_applied_metadata_and_not_after_an_edit() {
+        olm_runtime::client::install_crypto_provider();
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a url"));
         let client = kube::Client::try_from(config).expect("a client (never called)");
         let (drift, _events) = DriftWatches::new(client, 1);

@@ -236,6 +236,7 @@ mod tests {
     async fn nothing_is_reused_for_another_request_or_when_the_watch_has_not_seen_the_objects() {
         let applies = LastApplies::default();
         // A client that is never called: the drift registry watches nothing here.
+        olm_runtime::client::install_crypto_provider();
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a url"));
         let client = kube::Client::try_from(config).expect("a client");
         let (drift, _events) = DriftWatches::new(client, 1);
