@@ -39,7 +39,6 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use olm_api::regular_file::{FileError, read_regular};
-use rustls::SupportedCipherSuite;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -578,27 +577,50 @@ fn profile_provider(profile: &crate::go_flags::TlsProfile) -> CryptoProvider {
             provider.kx_groups = rustls::crypto::aws_lc_rs::DEFAULT_KX_GROUPS.to_vec();
         }
     }
-    provider.cipher_suites = provider
-        .cipher_suites
-        .iter()
-        .map(|suite| ring_record_protection(*suite))
-        .collect();
+    if ring_aes_gcm_is_faster() {
+        provider = with_ring_record_protection(provider);
+    }
     provider
 }
 
-/// The same cipher suite with ring's implementation, where ring has it.
+/// Whether ring's AES-GCM beats aws-lc-rs's on this CPU: it has VAES and VPCLMULQDQ with AVX2
+/// but not the AVX-512 that aws-lc-rs's own VAES code needs.
 ///
-/// Why: serving is bound by encrypting records. ring 0.17's AES-GCM uses VAES with AVX2 where
-/// the CPU has it; aws-lc-rs 1.19's stops at AES-NI with PCLMULQDQ. On a two-core EPYC with
-/// VAES, one binary with each, interleaved (`wrk -t2 -c64` on `/all`, three pairs): 0.72–0.78
-/// against 0.93–1.04 server CPU s per GB, 1,020–1,063 against 906–999 MB/s (issue 27's tenth
-/// step). Key exchange, certificates and signatures stay aws-lc-rs's, as every client's.
-fn ring_record_protection(suite: SupportedCipherSuite) -> SupportedCipherSuite {
-    rustls::crypto::ring::ALL_CIPHER_SUITES
+/// Why: serving is bound by encrypting records. There, ring 0.17 uses VAES with AVX2 and
+/// aws-lc-rs 1.19 stops at AES-NI with PCLMULQDQ. On a two-core EPYC of that kind, one binary
+/// each way, interleaved (`wrk -t2 -c64` on `/all`, three pairs): 0.72–0.78 against 0.93–1.04
+/// server CPU s per GB, 1,020–1,063 against 906–999 MB/s (issue 27's tenth step). With AVX-512,
+/// or without VAES, aws-lc-rs's is kept: the two were not compared there.
+fn ring_aes_gcm_is_faster() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("vaes")
+            && has!("vpclmulqdq")
+            && has!("avx2")
+            && !(has!("avx512f") && has!("avx512bw") && has!("avx512vl"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `provider` with each cipher suite implemented by ring where ring has it, in the same order.
+/// Key exchange, certificates and signatures stay `provider`'s.
+fn with_ring_record_protection(mut provider: CryptoProvider) -> CryptoProvider {
+    provider.cipher_suites = provider
+        .cipher_suites
         .iter()
-        .find(|ring| ring.suite() == suite.suite())
-        .copied()
-        .unwrap_or(suite)
+        .map(|suite| {
+            rustls::crypto::ring::ALL_CIPHER_SUITES
+                .iter()
+                .find(|ring| ring.suite() == suite.suite())
+                .copied()
+                .unwrap_or(*suite)
+        })
+        .collect();
+    provider
 }
 
 fn tls_acceptor(
@@ -671,6 +693,7 @@ async fn reload_on_change(store: Arc<CertStore>, files: TlsFiles, every: Duratio
 mod tests {
     use super::*;
     use clap::Parser;
+    use rustls::SupportedCipherSuite;
 
     #[derive(Parser)]
     struct Flags {
@@ -678,10 +701,25 @@ mod tests {
         limits: ServerLimits,
     }
 
+    /// Whether `suite` is ring's very implementation, not only an equal suite number.
+    fn implemented_by_ring(suite: &SupportedCipherSuite) -> bool {
+        rustls::crypto::ring::ALL_CIPHER_SUITES
+            .iter()
+            .any(|ring| match (suite, ring) {
+                (SupportedCipherSuite::Tls13(a), SupportedCipherSuite::Tls13(b)) => {
+                    std::ptr::eq(*a, *b)
+                }
+                (SupportedCipherSuite::Tls12(a), SupportedCipherSuite::Tls12(b)) => {
+                    std::ptr::eq(*a, *b)
+                }
+                _ => false,
+            })
+    }
+
     #[test]
-    fn records_are_protected_by_ring_with_aws_lc_rs_suites_order_and_key_exchange() {
+    fn ring_protects_records_with_aws_lc_rs_suites_order_and_key_exchange() {
         let aws_lc = rustls::crypto::aws_lc_rs::default_provider();
-        let ring_suites = rustls::crypto::ring::ALL_CIPHER_SUITES;
+        assert!(!aws_lc.cipher_suites.iter().any(implemented_by_ring));
         for profile in [
             crate::go_flags::TlsProfile::default(),
             crate::go_flags::TlsProfile {
@@ -689,10 +727,7 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            let provider = profile_provider(&profile);
-            let ids = |suites: &[SupportedCipherSuite]| -> Vec<_> {
-                suites.iter().map(|s| s.suite()).collect()
-            };
+            let provider = with_ring_record_protection(profile_provider(&profile));
             let expected: Vec<_> = aws_lc
                 .cipher_suites
                 .iter()
@@ -705,28 +740,29 @@ mod tests {
                 })
                 .map(|s| s.suite())
                 .collect();
-            assert_eq!(ids(&provider.cipher_suites), expected);
+            let ids: Vec<_> = provider.cipher_suites.iter().map(|s| s.suite()).collect();
+            assert_eq!(ids, expected);
             for suite in &provider.cipher_suites {
-                let ring = ring_suites
-                    .iter()
-                    .find(|r| r.suite() == suite.suite())
-                    .expect("ring has every suite rustls offers");
-                // The very implementation, not an equal suite number.
-                let same = match (suite, ring) {
-                    (SupportedCipherSuite::Tls13(a), SupportedCipherSuite::Tls13(b)) => {
-                        std::ptr::eq(*a, *b)
-                    }
-                    (SupportedCipherSuite::Tls12(a), SupportedCipherSuite::Tls12(b)) => {
-                        std::ptr::eq(*a, *b)
-                    }
-                    _ => false,
-                };
-                assert!(same, "{:?} is not ring's", suite.suite());
+                assert!(
+                    implemented_by_ring(suite),
+                    "{:?} is not ring's",
+                    suite.suite()
+                );
             }
             let groups =
                 |p: &CryptoProvider| -> Vec<_> { p.kx_groups.iter().map(|g| g.name()).collect() };
             assert_eq!(groups(&provider), groups(&aws_lc));
         }
+        // What the servers get depends on the CPU: ring's exactly where it is the faster.
+        let served = profile_provider(&crate::go_flags::TlsProfile::default());
+        assert_eq!(
+            served.cipher_suites.iter().all(implemented_by_ring),
+            ring_aes_gcm_is_faster()
+        );
+        assert_eq!(
+            served.cipher_suites.iter().any(implemented_by_ring),
+            ring_aes_gcm_is_faster()
+        );
     }
 
     #[test]
