@@ -66,6 +66,13 @@ pub struct Options<'a> {
     /// How long to keep serving after turning unready at shutdown (in-process tier only;
     /// default none, as outside a Pod).
     pub shutdown_drain: Duration,
+    /// How long a starting replica waits to serve the catalogs already serving before it turns
+    /// ready regardless (in-process tier only; default catalogd's own).
+    pub ready_bound: Duration,
+    /// Whether it may pull from `registry`. `false` leaves the registry out of the insecure
+    /// (plain HTTP) registries, so every pull fails: a replica that cannot unpack (in-process
+    /// tier only).
+    pub can_pull: bool,
 }
 
 impl<'a> Options<'a> {
@@ -82,6 +89,8 @@ impl<'a> Options<'a> {
             external_address: None,
             env: Vec::new(),
             shutdown_drain: Duration::ZERO,
+            ready_bound: catalogd::controller::ready_gate::DEFAULT_READY_BOUND,
+            can_pull: true,
         }
     }
 }
@@ -153,8 +162,15 @@ impl Setup {
 
     /// The started catalogd, once ready.
     async fn ready(self, runner: Runner, instance: String) -> Catalogd {
+        let catalogd = self.started(runner, instance);
+        catalogd.wait_ready().await;
+        catalogd
+    }
+
+    /// The started catalogd, ready or not.
+    fn started(self, runner: Runner, instance: String) -> Catalogd {
         let metrics_tls = matches!(runner, Runner::InProcess { .. }).then_some(self.metrics_tls);
-        let catalogd = Catalogd {
+        Catalogd {
             metrics_tls,
             runner,
             instance,
@@ -162,9 +178,7 @@ impl Setup {
             health_root: format!("http://{}", self.health),
             _logs: self.scratch,
             _cache: self.owned_cache,
-        };
-        catalogd.wait_ready().await;
-        catalogd
+        }
     }
 }
 
@@ -216,6 +230,13 @@ impl Catalogd {
     /// Runs the catalogd controller inside this test process (on the test's runtime) and waits
     /// until it is ready. Its logs go to the test's output.
     pub async fn start_in_process(opts: Options<'_>) -> Catalogd {
+        let catalogd = Catalogd::start_in_process_unready(opts).await;
+        catalogd.wait_ready().await;
+        catalogd
+    }
+
+    /// [`Catalogd::start_in_process`] without waiting for `/readyz`: for a test of readiness.
+    pub async fn start_in_process_unready(opts: Options<'_>) -> Catalogd {
         let env = crate::shared().await;
         install_test_logging();
         let setup = Setup::new(&opts);
@@ -249,13 +270,18 @@ impl Catalogd {
                 .to_string(),
             global_pull_secret: None,
             pull_cas_dir: None,
-            insecure_registries: vec![opts.registry.host()],
+            insecure_registries: if opts.can_pull {
+                vec![opts.registry.host()]
+            } else {
+                Vec::new()
+            },
             registries_conf: olm_image::RegistriesConfFiles::none(),
             gc_interval: Duration::from_secs(2),
             poll_unit: Duration::from_secs(1),
             identity: olm_runtime::leader::identity(opts.identity, "catalogd-in-process"),
             label_selector: Some(format!("{INSTANCE_LABEL}={}", opts.instance)),
             shutdown_drain: opts.shutdown_drain,
+            ready_bound: opts.ready_bound,
         };
         let stop = CancellationToken::new();
         let task = tokio::spawn(catalogd::cmd::run::run(run_options, stop.clone()));
@@ -263,14 +289,19 @@ impl Catalogd {
             stop,
             task: Some(task),
         };
-        setup.ready(runner, opts.instance).await
+        setup.started(runner, opts.instance)
     }
 
-    async fn wait_ready(&self) {
+    /// Whether `/readyz` answers 200 now.
+    pub async fn is_ready(&self) -> bool {
         let ready = format!("{}/readyz", self.health_root);
-        self.eventually("catalogd to become ready", || {
-            let ready = ready.clone();
-            async move { matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200).then_some(()) }
+        matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200)
+    }
+
+    /// Waits until `/readyz` answers 200.
+    pub async fn wait_ready(&self) {
+        self.eventually("catalogd to become ready", || async {
+            self.is_ready().await.then_some(())
         })
         .await;
     }

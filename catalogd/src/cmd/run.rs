@@ -132,6 +132,10 @@ pub struct Args {
     /// 3s in a Pod (where a Service routes to it), 0s elsewhere.
     #[arg(long, value_name = "DURATION", value_parser = olm_runtime::flags::duration, hide = true)]
     pub shutdown_drain: Option<Duration>,
+    /// How long a starting replica waits to serve the catalogs already serving before it
+    /// reports ready regardless (Go duration syntax).
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = olm_runtime::flags::duration, hide = true)]
+    pub ready_bound: Duration,
 }
 
 /// [`Args::shutdown_drain`] when the flag is not given, in a Pod.
@@ -186,6 +190,9 @@ pub struct RunOptions {
     pub label_selector: Option<String>,
     /// How long the servers keep serving after catalogd turned unready at shutdown.
     pub shutdown_drain: Duration,
+    /// How long a starting replica waits to serve the catalogs that were serving when it
+    /// started before it reports ready regardless ([`crate::controller::ready_gate`]).
+    pub ready_bound: Duration,
 }
 
 /// catalogd's feature gates: upstream v1.11's names, defaults and maturity, and ours.
@@ -256,6 +263,7 @@ impl RunOptions {
                 args.shutdown_drain,
                 std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
             ),
+            ready_bound: args.ready_bound,
         })
     }
 }
@@ -366,6 +374,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     let ready = Arc::new(AtomicBool::new(false));
     let stop_servers = CancellationToken::new();
     let catalog_server = bind(opts.catalogs_server_addr)?;
+    let gate_storage = storage.clone();
     tracing::info!(addr = %catalog_server.addr, "catalog content server listening");
     let content_options = ServeOptions {
         tls: opts.tls.clone(),
@@ -406,9 +415,19 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         client.clone(),
         stop_servers.clone(),
     )?);
-    ready.store(true, Ordering::Release);
 
     let mut background = Vec::new();
+    // Ready once this replica serves what a Service may already route to it.
+    background.push(tokio::spawn(
+        crate::controller::ready_gate::open_when_served(
+            Api::all(client.clone()),
+            opts.label_selector.clone(),
+            gate_storage,
+            ready.clone(),
+            opts.ready_bound,
+            stop_work.clone(),
+        ),
+    ));
     if let Some(presence) = presence {
         background.push(tokio::spawn(presence.run(stop_work.clone())));
     }

@@ -131,6 +131,7 @@ async fn run_refuses_a_certificate_that_is_a_device_before_starting_anything() {
         identity: "refused".into(),
         label_selector: Some(format!("{}=none", olm_e2e::catalogd::INSTANCE_LABEL)),
         shutdown_drain: Duration::ZERO,
+        ready_bound: Duration::ZERO,
     };
     let err = tokio::time::timeout(
         olm_e2e::eventually::BOUND,
@@ -211,4 +212,105 @@ async fn a_stopping_catalogd_turns_unready_and_keeps_serving_for_its_drain_perio
     .await
     .unwrap();
     api.delete(&name, &DeleteParams::default()).await.unwrap();
+}
+
+/// A Service sends reads to a replica as soon as it is ready, so a starting replica turns ready
+/// only once it serves every catalog that was already serving; one that cannot unpack stays
+/// unready (answering 404 for the catalog) until its bound, then turns ready as upstream's would
+/// have at once.
+#[tokio::test]
+async fn a_starting_replica_turns_ready_only_once_it_serves_the_catalogs_already_serving() {
+    let env = olm_e2e::shared().await;
+    let client = env.client().await;
+    let ns = create_namespace(&client, "catalogd-gate").await;
+    let repo = unique_name("gate");
+    push_catalog(&env.registry, &format!("{repo}:v1"), &test_catalog("v1"))
+        .await
+        .unwrap();
+    // Replicas elect a leader, so only the first writes status: the others' failures cannot
+    // turn the catalog's Serving condition.
+    let replica = |identity: &'static str, instance: &str| Options {
+        instance: instance.to_string(),
+        leader_election_namespace: Some(&ns),
+        identity: Some(identity),
+        ..Options::new(&env.registry)
+    };
+    let leader = Catalogd::start_in_process(Options {
+        leader_election_namespace: Some(&ns),
+        identity: Some("gate-leader"),
+        ..Options::new(&env.registry)
+    })
+    .await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
+    leader
+        .eventually("the first replica to lead", || async {
+            leases
+                .get_opt(LEADER_LEASE)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|l| l.spec?.holder_identity)
+                .filter(|h| h.starts_with("gate-leader_"))
+        })
+        .await;
+    let api = catalogs().await;
+    let name = leader
+        .create_catalog(
+            &api,
+            "gate",
+            &env.registry.image(&format!("{repo}:v1")),
+            None,
+        )
+        .await;
+    leader.wait_serving(&api, &name).await;
+    let path = olm_e2e::catalogd::all_path(&name);
+    let served = leader.get(&path).await.text().await.unwrap();
+
+    // A replica that unpacks: the moment it is ready, it answers for the catalog.
+    let unpacking =
+        Catalogd::start_in_process_unready(replica("gate-second", &leader.instance)).await;
+    unpacking.wait_ready().await;
+    let answer = reqwest::get(format!("{}{path}", unpacking.content_root))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "ready before serving the catalog");
+    assert_eq!(answer.text().await.unwrap(), served);
+
+    // A replica that cannot pull: unready, and answering 404, for as long as its bound.
+    let bound = Duration::from_secs(8);
+    let started = std::time::Instant::now();
+    let stuck = Catalogd::start_in_process_unready(Options {
+        can_pull: false,
+        ready_bound: bound,
+        ..replica("gate-third", &leader.instance)
+    })
+    .await;
+    let mut samples = 0;
+    while started.elapsed() < bound.saturating_sub(Duration::from_secs(1)) {
+        assert!(
+            !stuck.is_ready().await,
+            "ready after {:?} without serving the catalog",
+            started.elapsed()
+        );
+        let answer = reqwest::get(format!("{}{path}", stuck.content_root)).await;
+        if let Ok(answer) = answer {
+            assert_eq!(answer.status(), 404);
+        }
+        samples += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(samples > 0);
+    // Past the bound it is ready regardless, still without the content.
+    stuck.wait_ready().await;
+    let answer = reqwest::get(format!("{}{path}", stuck.content_root))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 404);
+
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    leader.wait_deleted(&api, &name).await;
+    stuck.shut_down().await.unwrap();
+    unpacking.shut_down().await.unwrap();
+    leader.shut_down().await.unwrap();
+    delete_namespace(&client, &ns).await;
 }
