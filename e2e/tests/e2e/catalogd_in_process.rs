@@ -25,6 +25,16 @@ async fn successful_reconciles(catalogd: &Catalogd) -> u64 {
         .unwrap_or(0)
 }
 
+/// The holder of catalogd's leader Lease in `leases`' namespace, if any.
+async fn lease_holder(leases: &Api<Lease>) -> Option<String> {
+    leases
+        .get_opt(LEADER_LEASE)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+}
+
 #[tokio::test]
 async fn polls_that_find_the_same_digest_write_no_status() {
     let env = olm_e2e::shared().await;
@@ -81,15 +91,7 @@ async fn a_stopped_leader_releases_its_lease_and_run_ends_cleanly() {
     })
     .await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
-    let holder = || async {
-        leases
-            .get_opt(LEADER_LEASE)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|l| l.spec)
-            .and_then(|s| s.holder_identity)
-    };
+    let holder = || lease_holder(&leases);
     catalogd
         .eventually("the only replica to take the lease", || async {
             holder().await.filter(|h| h.starts_with("in-process_"))
@@ -244,12 +246,8 @@ async fn a_starting_replica_turns_ready_only_once_it_serves_the_catalogs_already
     let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
     leader
         .eventually("the first replica to lead", || async {
-            leases
-                .get_opt(LEADER_LEASE)
+            lease_holder(&leases)
                 .await
-                .ok()
-                .flatten()
-                .and_then(|l| l.spec?.holder_identity)
                 .filter(|h| h.starts_with("gate-leader_"))
         })
         .await;
