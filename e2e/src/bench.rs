@@ -232,6 +232,10 @@ pub async fn apiserver_requests(client: &kube::Client) -> BTreeMap<(String, Stri
         if resource.is_empty() {
             resource = "(non-resource)".into();
         }
+        // Refused writes apart: a conflict (409) costs a request and usually a retry.
+        if label("code") == "409" {
+            resource.push_str(" (409)");
+        }
         *out.entry((label("verb"), resource)).or_default() += value;
     }
     out
