@@ -98,8 +98,24 @@ where
     where
         S: Serialize + PartialEq,
     {
+        self.write_returning(object, previous, desired)
+            .await
+            .map(|written| written.is_some())
+    }
+
+    /// As [`StatusWriter::write`], returning the object as the API server stored it when a patch
+    /// was sent (`None`: nothing to write), so a caller knows the resourceVersion it produced.
+    pub async fn write_returning<S>(
+        &self,
+        object: &K,
+        previous: Option<&S>,
+        desired: &S,
+    ) -> Result<Option<K>, StatusError>
+    where
+        S: Serialize + PartialEq,
+    {
         if previous == Some(desired) {
-            return Ok(false);
+            return Ok(None);
         }
         let name = object.name_any();
         let encode = |v: Option<&S>| {
@@ -113,7 +129,7 @@ where
             &encode(previous)?,
             &encode(Some(desired))?,
         ) else {
-            return Ok(false);
+            return Ok(None);
         };
         self.api
             .patch_status(
@@ -122,7 +138,7 @@ where
                 &Patch::<()>::Json(patch),
             )
             .await
-            .map(|_| true)
+            .map(Some)
             .map_err(|source| StatusError::Write { name, source })
     }
 }

@@ -468,7 +468,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     let (availability_changes, availability_changes_rx) = mpsc::channel(1024);
     let deployment_watch = availability::DeploymentWatch::start(
         client.clone(),
-        availability_changes,
+        availability_changes.clone(),
         stop_work.clone(),
     );
     let (catalog_cache, catalog_cache_writer) = reflector::store();
@@ -502,6 +502,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
         .with_catalog_cache(catalog_cache)
         .with_release_index_cache(release_index_cache)
         .with_deployment_watch(deployment_watch.clone())
+        .with_publisher_input(availability_changes)
         .with_builtin_certs(webhook_certs::BuiltinCerts::new(
             client.clone(),
             cert_policy,
@@ -572,6 +573,8 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             deployed: ctx.deployed.clone(),
             leader: leadership.receiver(),
             requeue: requeue.clone(),
+            own_writes: ctx.own_writes.clone(),
+            in_flight: ctx.in_flight.clone(),
         },
         availability_changes_rx,
         stop_work.clone(),

@@ -41,6 +41,8 @@ use olm_runtime::status::StatusWriter;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
+use super::status_writes::{InFlight, OwnWrites};
+
 /// The Deployments extensions own, as the watch last saw them (status and the metadata the
 /// probe reads; the spec is dropped to keep the cache small).
 #[derive(Clone)]
@@ -287,12 +289,18 @@ pub struct Publisher {
     pub leader: watch::Receiver<bool>,
     /// Extensions to reconcile in full (their deployed release is not known here).
     pub requeue: mpsc::Sender<StoreRef<ClusterExtension>>,
+    /// Our status writes the informer may not have delivered yet.
+    pub own_writes: OwnWrites,
+    /// Running reconciles: a change of their extension is theirs, handed back when they end.
+    pub in_flight: Arc<InFlight>,
 }
 
 /// For each extension named on `changed`: when its `Available` condition no longer says what
 /// its Deployments show, writes only that condition (guarded by the resourceVersion read, so a
 /// concurrent reconcile's status is never overwritten; a conflict re-queues a reconcile).
-/// Only the leader writes.
+/// Only the leader writes. An extension whose reconcile is running is left to it and comes back
+/// on `changed` when it ends; the status compared with is the freshest this process knows
+/// ([`super::status_writes`]).
 pub async fn publish(
     publisher: Publisher,
     mut changed: mpsc::Receiver<String>,
@@ -306,11 +314,15 @@ pub async fn publish(
             name = changed.recv() => name,
         };
         let Some(name) = name else { return };
-        if !*publisher.leader.borrow() {
+        if !*publisher.leader.borrow() || publisher.in_flight.leave_to_reconcile(&name) {
             continue;
         }
-        let Some(extension) = publisher.extensions.get(&StoreRef::new(&name)) else {
+        let Some(seen) = publisher.extensions.get(&StoreRef::new(&name)) else {
             continue;
+        };
+        let extension = match publisher.own_writes.freshest(&seen) {
+            Some(fresher) => Arc::new(fresher),
+            None => seen,
         };
         if extension.metadata.deletion_timestamp.is_some() {
             continue;
@@ -342,10 +354,13 @@ pub async fn publish(
             ),
         );
         match writer
-            .write(extension.as_ref(), extension.status.as_ref(), &status)
+            .write_returning(extension.as_ref(), extension.status.as_ref(), &status)
             .await
         {
-            Ok(_) => {
+            Ok(written) => {
+                if let Some(written) = &written {
+                    publisher.own_writes.record(&extension, written);
+                }
                 tracing::debug!(extension = %name, available = %availability.status.as_str(), "Available updated from the Deployment watch");
             }
             Err(e) => {

@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod pending;
 pub mod preflight;
 pub mod reconcile;
+pub mod status_writes;
 
 /// Upstream's finalizer for the bundle image cache of an extension.
 pub const CLEANUP_UNPACK_CACHE_FINALIZER: &str = "olm.operatorframework.io/cleanup-unpack-cache";

@@ -72,7 +72,7 @@ use olm_operator_core::status::{
 use olm_runtime::backoff::Backoff;
 use olm_runtime::status::StatusWriter;
 use serde_json::{Value, json};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::availability::{DeployedDeployments, DeploymentWatch, deployments_of};
 use super::catalogs::{self, catalog_info};
@@ -84,6 +84,7 @@ use super::last_apply::{self, LastApplies};
 use super::metrics::{ExtensionState, Metrics};
 use super::pending::{compare_objects, crd_checks};
 use super::preflight::{PreflightRequest, crd_upgrade_safety};
+use super::status_writes::{InFlight, OwnWrites};
 use crate::apply::{Applier, ApplyRequest, CheckedReads, DriftWatches, UninstallRequest};
 use crate::bundle_source::{ReadLimits, pull_bundle};
 use crate::catalog_source::http::CatalogdClient;
@@ -176,6 +177,10 @@ pub struct Context {
     /// release's version: while both stay the same, the release's own record is what a
     /// reconcile applies, without pulling or rendering the bundle again.
     rendered: std::sync::Mutex<BTreeMap<String, (u64, i64)>>,
+    /// Our status writes the extension informer may not have delivered yet.
+    pub own_writes: OwnWrites,
+    /// The reconciles running now, which the Deployment watch's publisher leaves changes to.
+    pub in_flight: Arc<InFlight>,
 }
 
 impl Context {
@@ -212,7 +217,16 @@ impl Context {
             deployment_watch: None,
             deployed: DeployedDeployments::default(),
             rendered: Default::default(),
+            own_writes: OwnWrites::default(),
+            in_flight: InFlight::new(None),
         }
+    }
+
+    /// Changes of availability the publisher left to a running reconcile go back to it on
+    /// `hand_back` when that reconcile ends ([`super::status_writes`]).
+    pub fn with_publisher_input(mut self, hand_back: mpsc::Sender<String>) -> Context {
+        self.in_flight = InFlight::new(Some(hand_back));
+        self
     }
 
     /// Release histories answered from `cache` when its watch allows
@@ -324,6 +338,7 @@ pub async fn reconcile(
     // (upstream's acceptance suite among them) wait for "reconcile ending" in the leader's log.
     let name = extension.name_any();
     tracing::info!(ClusterExtension = %name, "reconcile starting");
+    let _running = ctx.in_flight.enter(&name);
     let _ending = LogOnDrop(name);
     // Every write of a reconcile is the leader's: when this replica stops leading, the reconcile
     // in progress is dropped at its next await, so none of its later writes is sent.
@@ -458,6 +473,10 @@ async fn reconcile_extension(
     ctx: &Context,
 ) -> Result<Action, ReconcileError> {
     let api: Api<ClusterExtension> = Api::all(ctx.client.clone());
+    // The informer may not hold our last status write yet; writing from its copy would be
+    // refused.
+    let fresher = ctx.own_writes.freshest(extension);
+    let extension = fresher.as_ref().unwrap_or(extension);
     if extension.metadata.deletion_timestamp.is_some() {
         ctx.last_applies.forget(&extension.name_any());
         ctx.set_preflight_notes(&extension.name_any(), None);
@@ -529,10 +548,13 @@ async fn reconcile_extension(
     if let Some(versions) = &ctx.cluster_versions {
         cluster_upgradeable(&current, ctx, versions, &mut status).await;
     }
-    StatusWriter::new(api)
-        .write(&current, current.status.as_ref(), &status)
+    let written = StatusWriter::new(api)
+        .write_returning(&current, current.status.as_ref(), &status)
         .await
         .map_err(PublishError::from)?;
+    if let Some(written) = &written {
+        ctx.own_writes.record(&current, written);
+    }
     updates_changed(&current, &status, ctx).await;
     ctx.metrics
         .set_state(&current.name_any(), Some(extension_state(&status)));
