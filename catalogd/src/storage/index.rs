@@ -1,8 +1,9 @@
 //! Byte-range index of a stored catalog: where each blob lives in `catalog.jsonl`, by schema,
 //! package and name.
 //!
-//! Input: blob metadata as blobs are appended. Output: sorted, de-duplicated section lists for a
-//! query. Pure; (de)serialization to the on-disk `index.json` is the caller's IO.
+//! Input: blob metadata as blobs are appended ([`Index`], the builder and the on-disk form).
+//! Output: sorted, de-duplicated section lists for a query ([`CompactIndex`], what a live catalog
+//! keeps). Pure; (de)serialization to the on-disk `index.json` is the caller's IO.
 //!
 //! The on-disk form is upstream's: `{"by_schema":{S:[[offset,len],..]},"by_package":{..},"by_name":{..}}`
 //! so that tools reading upstream's index also read ours. A blob is indexed under a key only when
@@ -26,8 +27,9 @@ impl Section {
     }
 }
 
-/// Sections keyed by each indexed field. Lists are kept in offset order because blobs are added
-/// in file order.
+/// Sections keyed by each indexed field, as blobs are added and as `index.json` holds them. Lists
+/// are kept in offset order because blobs are added in file order. A live catalog keeps the
+/// [`CompactIndex`] made from it by [`Index::freeze`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Index {
     #[serde(rename = "by_schema", with = "section_map")]
@@ -66,6 +68,121 @@ impl Index {
         }
     }
 
+    /// The compact form of this index, for serving (see [`CompactIndex`]).
+    pub fn freeze(self) -> CompactIndex {
+        let mut sections: Vec<Section> = [&self.by_schema, &self.by_package, &self.by_name]
+            .into_iter()
+            .flat_map(|map| map.values().flatten().copied())
+            .collect();
+        sections.sort_unstable();
+        sections.dedup();
+        let ordinal = |section: &Section| -> u32 {
+            // Every listed section is in `sections`. There are fewer than 2^32: each is at least
+            // three bytes of content, and image extraction stops at 8 GiB by default.
+            sections
+                .binary_search(section)
+                .map_or(u32::MAX, |i| u32::try_from(i).unwrap_or(u32::MAX))
+        };
+        let by_schema = Keyed::build(self.by_schema, &ordinal);
+        let by_package = Keyed::build(self.by_package, &ordinal);
+        let by_name = Keyed::build(self.by_name, &ordinal);
+        let mut with_schema = vec![0u64; sections.len().div_ceil(64)];
+        for &i in by_schema.ordinals.iter() {
+            let i = i as usize;
+            if let Some(word) = with_schema.get_mut(i / 64) {
+                *word |= 1 << (i % 64);
+            }
+        }
+        CompactIndex {
+            sections: sections.into_boxed_slice(),
+            with_schema: with_schema.into_boxed_slice(),
+            by_schema,
+            by_package,
+            by_name,
+        }
+    }
+}
+
+/// The index a live catalog keeps: each distinct section once, in file order, and per field its
+/// keys (sorted, in one string) with the ordinals of their sections. About a third of the memory
+/// of [`Index`]'s maps of owned keys and section lists, which were most of catalogd's heap while
+/// serving large catalogs (docs/performance/issue-27.md, thirteenth step).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompactIndex {
+    sections: Box<[Section]>,
+    /// Bit `i` is set when section `i` is listed under some schema.
+    with_schema: Box<[u64]>,
+    by_schema: Keyed,
+    by_package: Keyed,
+    by_name: Keyed,
+}
+
+/// One field's keys and the ordinals of their sections.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Keyed {
+    /// Every key, sorted, one after another.
+    keys: Box<str>,
+    /// Per key, where it ends in `keys` and where its ordinals end in `ordinals`.
+    ends: Box<[(usize, usize)]>,
+    /// Section ordinals, ascending per key.
+    ordinals: Box<[u32]>,
+}
+
+impl Keyed {
+    fn build(map: HashMap<String, Vec<Section>>, ordinal: &impl Fn(&Section) -> u32) -> Keyed {
+        let mut entries: Vec<(String, Vec<Section>)> = map.into_iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut keys = String::with_capacity(entries.iter().map(|(k, _)| k.len()).sum());
+        let mut ordinals =
+            Vec::with_capacity(entries.iter().map(|(_, list)| list.len()).sum::<usize>());
+        let mut ends = Vec::with_capacity(entries.len());
+        for (key, list) in entries {
+            keys.push_str(&key);
+            let first = ordinals.len();
+            ordinals.extend(list.iter().map(ordinal));
+            ordinals[first..].sort_unstable();
+            let mut kept = first;
+            for i in first..ordinals.len() {
+                if i == first || ordinals[i] != ordinals[kept - 1] {
+                    ordinals[kept] = ordinals[i];
+                    kept += 1;
+                }
+            }
+            ordinals.truncate(kept);
+            ends.push((keys.len(), ordinals.len()));
+        }
+        Keyed {
+            keys: keys.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+            ordinals: ordinals.into_boxed_slice(),
+        }
+    }
+
+    fn key(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1].0 };
+        &self.keys[start..self.ends[i].0]
+    }
+
+    /// The ordinals listed under `key`, ascending; `None` when the key is unknown.
+    fn get(&self, key: &str) -> Option<&[u32]> {
+        let (mut low, mut high) = (0, self.ends.len());
+        let i = loop {
+            if low >= high {
+                return None;
+            }
+            let middle = low + (high - low) / 2;
+            match self.key(middle).cmp(key) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => break middle,
+            }
+        };
+        let start = if i == 0 { 0 } else { self.ends[i - 1].1 };
+        Some(&self.ordinals[start..self.ends[i].1])
+    }
+}
+
+impl CompactIndex {
     /// Sections matching every non-empty field of `query`, in file order.
     ///
     /// | schema | package | name | result |
@@ -77,14 +194,14 @@ impl Index {
     ///
     /// An unknown value yields no sections (an empty 200 response, as upstream).
     pub fn query(&self, query: Query<'_>) -> Vec<Section> {
-        let mut filters: Vec<&[Section]> = Vec::with_capacity(3);
-        for (map, key) in [
+        let mut filters: Vec<&[u32]> = Vec::with_capacity(3);
+        for (keyed, key) in [
             (&self.by_schema, query.schema),
             (&self.by_package, query.package),
             (&self.by_name, query.name),
         ] {
             if !key.is_empty() {
-                match map.get(key) {
+                match keyed.get(key) {
                     Some(list) => filters.push(list),
                     None => return Vec::new(),
                 }
@@ -93,42 +210,37 @@ impl Index {
         // Smallest list first: the intersection never grows, so it starts as small as it can.
         filters.sort_by_key(|list| list.len());
         let Some((first, rest)) = filters.split_first() else {
-            return self.every_blob_with_schema();
+            return (0..self.sections.len())
+                .filter(|&i| self.has_schema(i))
+                .map(|i| self.sections[i])
+                .collect();
         };
         let mut matched = rest
             .iter()
             .fold(first.to_vec(), |acc, list| intersect_sorted(&acc, list));
         if query.schema.is_empty() {
-            // The base set is the blobs that have a schema. Checking the few matches against the
-            // schema lists is far cheaper than building and sorting that whole set per request
-            // (it dominated `/metas?package=` CPU time; see docs/PERFORMANCE.md).
-            matched.retain(|section| self.has_schema(section));
+            // The base set is the blobs that have a schema.
+            matched.retain(|&i| self.has_schema(i as usize));
         }
         matched
+            .into_iter()
+            .filter_map(|i| self.sections.get(i as usize).copied())
+            .collect()
     }
 
-    /// Every section listed under some schema, in file order.
-    fn every_blob_with_schema(&self) -> Vec<Section> {
-        let mut all: Vec<Section> = self.by_schema.values().flatten().copied().collect();
-        all.sort_unstable();
-        all.dedup();
-        all
-    }
-
-    fn has_schema(&self, section: &Section) -> bool {
-        self.by_schema.values().any(|list| {
-            list.binary_search_by_key(&section.offset, |s| s.offset)
-                .is_ok()
-        })
+    fn has_schema(&self, ordinal: usize) -> bool {
+        self.with_schema
+            .get(ordinal / 64)
+            .is_some_and(|word| word & (1 << (ordinal % 64)) != 0)
     }
 }
 
-/// Intersection of two offset-sorted section lists, in offset order.
-fn intersect_sorted(a: &[Section], b: &[Section]) -> Vec<Section> {
+/// Intersection of two ascending ordinal lists, ascending.
+fn intersect_sorted(a: &[u32], b: &[u32]) -> Vec<u32> {
     let mut out = Vec::with_capacity(a.len().min(b.len()));
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
-        match a[i].offset.cmp(&b[j].offset) {
+        match a[i].cmp(&b[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
@@ -200,7 +312,12 @@ mod tests {
     }
 
     fn names(idx: &Index, q: Query<'_>) -> Vec<u64> {
-        idx.query(q).iter().map(|s| s.offset).collect()
+        idx.clone()
+            .freeze()
+            .query(q)
+            .iter()
+            .map(|s| s.offset)
+            .collect()
     }
 
     #[test]
@@ -280,7 +397,7 @@ mod tests {
             name: "foo.v1",
             ..Query::default()
         };
-        assert!(sample().query(q).is_empty());
+        assert!(sample().freeze().query(q).is_empty());
     }
 
     #[test]
@@ -290,12 +407,78 @@ mod tests {
             package: "nope",
             ..Query::default()
         };
-        assert!(sample().query(q).is_empty());
+        assert!(sample().freeze().query(q).is_empty());
         let q = Query {
             name: "nope",
             ..Query::default()
         };
-        assert!(sample().query(q).is_empty());
+        assert!(sample().freeze().query(q).is_empty());
+    }
+
+    /// What a query means, answered the slow way: every section listed under some schema whose
+    /// blob is listed under each non-empty field of the query.
+    fn reference_query(idx: &Index, q: Query<'_>) -> Vec<Section> {
+        let listed = |map: &HashMap<String, Vec<Section>>, key: &str, s: &Section| {
+            key.is_empty() || map.get(key).is_some_and(|list| list.contains(s))
+        };
+        let mut all: Vec<Section> = idx.by_schema.values().flatten().copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        all.retain(|s| {
+            listed(&idx.by_schema, q.schema, s)
+                && listed(&idx.by_package, q.package, s)
+                && listed(&idx.by_name, q.name, s)
+        });
+        all
+    }
+
+    #[test]
+    fn the_compact_index_answers_every_query_as_the_maps_it_was_made_from() {
+        // A small linear congruential generator: the same catalogs on every run.
+        let mut state: u64 = 7;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let values = |prefix: &str, n: u64| -> Vec<String> {
+            std::iter::once(String::new())
+                .chain((0..n).map(|i| format!("{prefix}{i}")))
+                .collect()
+        };
+        let (schemas, packages, names) = (values("s", 3), values("p", 5), values("n", 40));
+        for _catalog in 0..50 {
+            let mut idx = Index::default();
+            let mut offset = 0;
+            for _blob in 0..next(60) {
+                let len = 1 + next(9);
+                idx.add(
+                    &schemas[next(4) as usize],
+                    &packages[next(6) as usize],
+                    &names[next(41) as usize],
+                    Section { offset, len },
+                );
+                offset += len;
+            }
+            let compact = idx.clone().freeze();
+            for schema in &schemas {
+                for package in &packages {
+                    for name in names.iter().take(12).chain(["unknown".to_owned()].iter()) {
+                        let q = Query {
+                            schema,
+                            package,
+                            name,
+                        };
+                        assert_eq!(
+                            compact.query(q),
+                            reference_query(&idx, q),
+                            "{q:?} of {idx:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

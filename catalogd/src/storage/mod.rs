@@ -38,7 +38,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use answers::{Answer, CompressedAnswers};
-pub use index::{Index, Query, Section};
+pub use index::{CompactIndex, Index, Query, Section};
 
 use gzip_copy::GzipCopy;
 
@@ -124,7 +124,7 @@ pub struct StoredCatalog {
     jsonl: File,
     gzip: GzipCopy,
     modified: SystemTime,
-    index: Index,
+    index: CompactIndex,
     /// Compressed `/metas` answers of this content, computed on first request and kept in
     /// `answers.gz`.
     compressed: CompressedAnswers,
@@ -168,7 +168,7 @@ impl StoredCatalog {
     pub fn modified(&self) -> SystemTime {
         self.modified
     }
-    pub fn index(&self) -> &Index {
+    pub fn index(&self) -> &CompactIndex {
         &self.index
     }
     /// Reads JSON Lines bytes at `offset`; positional, so concurrent readers do not interfere.
@@ -537,7 +537,7 @@ fn open_content_with_index(
         jsonl,
         gzip,
         modified,
-        index,
+        index: index.freeze(),
         compressed: CompressedAnswers::new(dir.to_path_buf()),
     })
 }
