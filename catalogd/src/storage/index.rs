@@ -138,17 +138,10 @@ impl Keyed {
         let mut ends = Vec::with_capacity(entries.len());
         for (key, list) in entries {
             keys.push_str(&key);
-            let first = ordinals.len();
-            ordinals.extend(list.iter().map(ordinal));
-            ordinals[first..].sort_unstable();
-            let mut kept = first;
-            for i in first..ordinals.len() {
-                if i == first || ordinals[i] != ordinals[kept - 1] {
-                    ordinals[kept] = ordinals[i];
-                    kept += 1;
-                }
-            }
-            ordinals.truncate(kept);
+            let mut listed: Vec<u32> = list.iter().map(ordinal).collect();
+            listed.sort_unstable();
+            listed.dedup();
+            ordinals.extend(listed);
             ends.push((keys.len(), ordinals.len()));
         }
         Keyed {
