@@ -1,14 +1,73 @@
 //! A controller task that ends on its own ends the process.
 //!
 //! Input: the spawned controller task and the shutdown token. Output: `Ok` when shutdown was
-//! asked for, or a [`TaskEnded`] saying how the task ended first (panicked, returned). No IO.
+//! asked for, or a [`TaskEnded`] saying how the task ended first (panicked, returned); after a
+//! shutdown, [`stop_controller`] ends the task within a bound. No IO.
 //!
 //! Why: a controller whose task has panicked or whose watch stream ended would otherwise leave
 //! the process running, Ready, holding the leader Lease and doing nothing; the caller stops
 //! everything (which releases the Lease) and exits non-zero so that the kubelet restarts it.
 
+use std::time::Duration;
+
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+/// How long a controller may take to finish its running reconciles once shutdown was asked: well
+/// inside a Pod's default grace period (30 s), leaving room for the background tasks, the Lease
+/// release and catalogd's drain after it.
+pub const CONTROLLER_STOP_BOUND: Duration = Duration::from_secs(20);
+
+/// How [`stop_controller`] stopped a controller task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// It ended on its own: its running reconciles finished.
+    Finished,
+    /// Its cache never completed a first list, so it never started a reconcile; it was aborted.
+    NeverStarted,
+    /// It was still running after the bound; it was aborted.
+    Aborted,
+}
+
+/// Stops a controller task after shutdown was asked (its graceful-shutdown trigger fired).
+///
+/// Why a bound at all: kube-runtime's controller holds its runner until the cache has completed a
+/// first list, even after its trigger stream ended, so a controller that never reached the API
+/// server (unreachable, refused, forbidden) never ends on its own and the process would hang at
+/// SIGTERM until the kubelet kills it. Such a controller (`cache_listed` false) has started no
+/// reconcile and is aborted at once; one that has waits for its reconciles up to `bound`.
+pub async fn stop_controller<T>(
+    name: &str,
+    mut task: JoinHandle<T>,
+    cache_listed: bool,
+    bound: Duration,
+) -> Stopped {
+    let stopped = if !cache_listed {
+        task.abort();
+        Stopped::NeverStarted
+    } else {
+        match tokio::time::timeout(bound, &mut task).await {
+            Ok(_) => Stopped::Finished,
+            Err(_) => {
+                task.abort();
+                Stopped::Aborted
+            }
+        }
+    };
+    match stopped {
+        Stopped::Finished => {}
+        Stopped::NeverStarted => tracing::info!(
+            task = name,
+            "stopped; its cache never completed a first list, so no reconcile was running"
+        ),
+        Stopped::Aborted => tracing::warn!(
+            task = name,
+            bound = ?bound,
+            "reconciles still running after the bound; stopping them"
+        ),
+    }
+    stopped
+}
 
 /// How a supervised task ended before shutdown.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -79,6 +138,37 @@ mod tests {
             until_shutdown("controller", &mut task, &shutdown).await,
             Ok(())
         );
+    }
+
+    #[tokio::test]
+    async fn a_controller_whose_cache_never_listed_is_stopped_at_once() {
+        let task = tokio::spawn(std::future::pending::<()>());
+        let aborted = task.abort_handle();
+        assert_eq!(
+            stop_controller("controller", task, false, Duration::from_secs(3600)).await,
+            Stopped::NeverStarted
+        );
+        while !aborted.is_finished() {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_controller_gets_the_bound_to_finish_its_reconciles_then_is_aborted() {
+        let finishing = tokio::spawn(tokio::time::sleep(Duration::from_secs(5)));
+        assert_eq!(
+            stop_controller("controller", finishing, true, Duration::from_secs(20)).await,
+            Stopped::Finished
+        );
+        let stuck = tokio::spawn(std::future::pending::<()>());
+        let aborted = stuck.abort_handle();
+        assert_eq!(
+            stop_controller("controller", stuck, true, Duration::from_secs(20)).await,
+            Stopped::Aborted
+        );
+        while !aborted.is_finished() {
+            tokio::task::yield_now().await;
+        }
     }
 
     #[tokio::test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 use olm_api::v1::ClusterCatalog;
@@ -459,7 +459,9 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     if let Some(selector) = &opts.label_selector {
         watch_config = watch_config.labels(selector);
     }
-    let controller = Controller::new(api, watch_config)
+    let controller = Controller::new(api, watch_config);
+    let cache = controller.store();
+    let controller = controller
         .reconcile_all_on(leadership.changes())
         .graceful_shutdown_on(stop_work.clone().cancelled_owned())
         .run(reconcile, error_policy, ctx)
@@ -480,7 +482,14 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     ready.store(false, Ordering::Release);
     let drained = tokio::time::Instant::now() + opts.shutdown_drain;
     if ended.is_ok() {
-        let _ = controller.await;
+        let listed = matches!(cache.wait_until_ready().now_or_never(), Some(Ok(())));
+        olm_runtime::supervise::stop_controller(
+            "controller",
+            controller,
+            listed,
+            olm_runtime::supervise::CONTROLLER_STOP_BOUND,
+        )
+        .await;
     }
     for task in background {
         let _ = task.await;
