@@ -9,9 +9,11 @@
 //! Workers take files in walk order and encode them; the caller consumes file after file, so
 //! catalogd's `/all` stays byte-identical to the sequential walk's.
 //!
-//! Memory: each file's output goes through its own bounded channel of [`CHUNK_BYTES`]-sized chunks,
-//! at most [`CHUNKS_IN_FLIGHT`] of them, so a worker ahead of the caller waits instead of buffering a
-//! whole file; at most `threads` files are open at once.
+//! Memory: each file's output goes through its own channel of [`CHUNK_BYTES`]-sized chunks with at
+//! most [`WINDOW_BYTES`] of blobs waiting in it, so a worker ahead of the caller waits instead of
+//! buffering a whole file; at most `threads` files are open at once. The window counts bytes, not
+//! chunks: a chunk holds at least one blob, and one bundle can be a megabyte, so a window of eight
+//! chunks held up to eight such blobs.
 //!
 //! Errors: a file's error is reported when the caller reaches that file, after every object of the
 //! files before it, exactly where the sequential walk would have stopped; a listing error (an
@@ -19,9 +21,9 @@
 //! workers: their channels close, and they take no further file.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Condvar, Mutex};
 
 use super::walk::{
     Decode, Meta, NullDocuments, RawObject, WalkError, catalog_files, read_catalog_file,
@@ -31,19 +33,73 @@ use super::walk::{
 /// Blob bytes a worker collects before handing a chunk over.
 pub const CHUNK_BYTES: usize = 128 << 10;
 
-/// Chunks of one file waiting for the caller: about 1 MiB of blobs at [`CHUNK_BYTES`]. The median
-/// file of the derived community catalog is 88 KB, the largest 4.3 MB. A worker that is a file
-/// ahead waits once its window is full, so a smaller window loses the second core behind large
-/// files: on that catalog (two cores, catalogd's allocator settings), a 256 KiB window kept only
-/// a third of the gain, 1 MiB kept all of it for 3.5 MiB more peak RSS than the sequential walk,
-/// 2 MiB added memory and no speed (docs/performance/issue-27.md, eighth step).
-pub const CHUNKS_IN_FLIGHT: usize = 8;
+/// Blob bytes of one file waiting for the caller. The median file of the derived community
+/// catalog is 88 KB, the largest 4.3 MB. A worker that is a file ahead waits once its window is
+/// full, so a smaller window loses the second core behind large files: on that catalog (two cores,
+/// catalogd's allocator settings), a 256 KiB window kept only a third of the gain, 1 MiB kept all
+/// of it, 2 MiB added memory and no speed (docs/performance/issue-27.md, eighth step).
+pub const WINDOW_BYTES: usize = 1 << 20;
 
 /// What a worker sends about one file.
 enum Message {
-    Metas(Vec<Meta>),
+    /// Objects, and the blob bytes they hold in the window.
+    Metas(Vec<Meta>, usize),
     /// The file is done: every object was sent, or this error stopped it.
     End(Result<(), WalkError>),
+}
+
+/// The blob bytes one file has waiting for the caller, at most [`WINDOW_BYTES`] (or one chunk,
+/// however large).
+#[derive(Default)]
+struct Window {
+    state: Mutex<WindowState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct WindowState {
+    bytes: usize,
+    /// The caller has stopped: nothing will be released any more.
+    closed: bool,
+}
+
+impl Window {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WindowState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until `bytes` more fit, or the window is empty; false once the caller has stopped.
+    fn reserve(&self, bytes: usize) -> bool {
+        let mut state = self.lock();
+        while !state.closed && state.bytes > 0 && state.bytes + bytes > WINDOW_BYTES {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        if state.closed {
+            return false;
+        }
+        state.bytes += bytes;
+        true
+    }
+
+    /// The caller has taken `bytes` out.
+    fn release(&self, bytes: usize) {
+        let mut state = self.lock();
+        state.bytes = state.bytes.saturating_sub(bytes);
+        self.changed.notify_all();
+    }
+
+    /// The caller has stopped: wakes a waiting worker for good.
+    fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_all();
+    }
+}
+
+/// One file's way to the caller.
+struct FileChannel {
+    /// Taken by the worker that encodes the file.
+    sender: Mutex<Option<Sender<Message>>>,
+    window: Window,
 }
 
 /// The file's channel closed: the caller has stopped.
@@ -67,11 +123,15 @@ pub fn walk_metas_dir_parallel(
         files.push(path.to_path_buf());
         Ok(())
     });
-    let (senders, receivers): (Vec<_>, Vec<_>) = files
+    let (channels, receivers): (Vec<_>, Vec<_>) = files
         .iter()
         .map(|_| {
-            let (tx, rx) = sync_channel::<Message>(CHUNKS_IN_FLIGHT);
-            (Mutex::new(Some(tx)), rx)
+            let (tx, rx) = channel::<Message>();
+            let channel = FileChannel {
+                sender: Mutex::new(Some(tx)),
+                window: Window::default(),
+            };
+            (channel, rx)
         })
         .unzip();
     let next_file = AtomicUsize::new(0);
@@ -79,12 +139,15 @@ pub fn walk_metas_dir_parallel(
     let threads = threads.min(files.len());
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| encode_files(&files, &senders, &next_file, &stopped));
+            scope.spawn(|| encode_files(&files, &channels, &next_file, &stopped));
         }
-        let consumed = consume_in_order(&files, receivers, &mut f);
-        // Workers blocked on a closed channel have returned; the others see this before their
-        // next file.
+        let consumed = consume_in_order(&files, &channels, receivers, &mut f);
+        // A worker waiting for room in a window returns; the others see `stopped` before their
+        // next file, or find their channel closed.
         stopped.store(true, Ordering::Relaxed);
+        for channel in &channels {
+            channel.window.close();
+        }
         consumed
     })?;
     listed
@@ -93,7 +156,7 @@ pub fn walk_metas_dir_parallel(
 /// A worker: takes the next file in walk order until none is left or the caller has stopped.
 fn encode_files(
     files: &[PathBuf],
-    senders: &[Mutex<Option<SyncSender<Message>>>],
+    channels: &[FileChannel],
     next_file: &AtomicUsize,
     stopped: &AtomicBool,
 ) {
@@ -105,10 +168,18 @@ fn encode_files(
         let Some(path) = files.get(i) else { return };
         // Taken, not borrowed: should this thread panic, the sender drops with it and the caller
         // sees the channel close instead of waiting for ever.
-        let Some(tx) = senders[i].lock().unwrap_or_else(|e| e.into_inner()).take() else {
+        let Some(channel) = channels.get(i) else {
             return;
         };
-        let ended = match encode_file(path, &tx) {
+        let Some(tx) = channel
+            .sender
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let ended = match encode_file(path, &tx, &channel.window) {
             Err(WalkError::Callback(e)) if e.is::<Stopped>() => return,
             ended => ended,
         };
@@ -119,11 +190,14 @@ fn encode_files(
 }
 
 /// Sends one file's objects in chunks; the error that stopped it, if any.
-fn encode_file(path: &Path, tx: &SyncSender<Message>) -> Result<(), WalkError> {
+fn encode_file(path: &Path, tx: &Sender<Message>, window: &Window) -> Result<(), WalkError> {
     let mut chunk = Vec::new();
     let mut chunk_bytes = 0;
-    let send = |chunk: Vec<Meta>| {
-        tx.send(Message::Metas(chunk))
+    let send = |chunk: Vec<Meta>, bytes: usize| {
+        if !window.reserve(bytes) {
+            return Err(WalkError::callback(Stopped));
+        }
+        tx.send(Message::Metas(chunk, bytes))
             .map_err(|_| WalkError::callback(Stopped))
     };
     read_catalog_file(
@@ -135,14 +209,13 @@ fn encode_file(path: &Path, tx: &SyncSender<Message>) -> Result<(), WalkError> {
             chunk_bytes += meta.blob.len();
             chunk.push(meta);
             if chunk_bytes >= CHUNK_BYTES {
-                chunk_bytes = 0;
-                send(std::mem::take(&mut chunk))?;
+                send(std::mem::take(&mut chunk), std::mem::take(&mut chunk_bytes))?;
             }
             Ok::<(), WalkError>(())
         },
     )?;
     if !chunk.is_empty() {
-        send(chunk)?;
+        send(chunk, chunk_bytes)?;
     }
     Ok(())
 }
@@ -150,14 +223,19 @@ fn encode_file(path: &Path, tx: &SyncSender<Message>) -> Result<(), WalkError> {
 /// The caller's side: every file's objects, file after file; the first error in walk order.
 fn consume_in_order(
     files: &[PathBuf],
+    channels: &[FileChannel],
     receivers: Vec<Receiver<Message>>,
     f: &mut impl FnMut(Meta) -> Result<(), WalkError>,
 ) -> Result<(), WalkError> {
     // Returning drops the receivers still here, which wakes any worker waiting to send.
-    for (path, rx) in files.iter().zip(receivers) {
+    for ((path, channel), rx) in files.iter().zip(channels).zip(receivers) {
         loop {
             match rx.recv() {
-                Ok(Message::Metas(metas)) => metas.into_iter().try_for_each(&mut *f)?,
+                Ok(Message::Metas(metas, bytes)) => {
+                    // Room is made before the objects are handed over: they are the caller's now.
+                    channel.window.release(bytes);
+                    metas.into_iter().try_for_each(&mut *f)?;
+                }
                 Ok(Message::End(ended)) => {
                     ended?;
                     break;
@@ -239,6 +317,49 @@ mod tests {
         for threads in [1, 2, 3, 16] {
             assert!(walked(dir.path(), threads).expect("parallel") == sequential);
         }
+    }
+
+    #[test]
+    fn blobs_larger_than_the_window_pass_one_at_a_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for p in 0..3 {
+            let mut json = String::new();
+            for b in 0..3 {
+                json.push_str(&format!(
+                    "{{\"schema\":\"olm.bundle\",\"package\":\"p{p}\",\"name\":\"b{b}\",\"z\":\"{}\"}}\n",
+                    "x".repeat(WINDOW_BYTES + 1)
+                ));
+            }
+            write(dir.path(), &format!("p{p}/catalog.json"), &json);
+        }
+        let sequential = walked(dir.path(), 0).expect("sequential");
+        assert_eq!(sequential.len(), 9);
+        assert!(walked(dir.path(), 2).expect("parallel") == sequential);
+    }
+
+    #[test]
+    fn a_window_holds_a_worker_until_the_caller_makes_room_or_stops() {
+        let window = Window::default();
+        // Empty, it takes a chunk of any size; then nothing more fits until room is made.
+        assert!(window.reserve(WINDOW_BYTES * 3));
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| window.reserve(1));
+            // Had it not waited, its byte would be counted by now.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert_eq!(window.lock().bytes, WINDOW_BYTES * 3);
+            window.release(WINDOW_BYTES * 3);
+            assert!(waiting.join().expect("worker"));
+        });
+        assert_eq!(window.lock().bytes, 1);
+        assert!(window.reserve(WINDOW_BYTES - 1));
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| window.reserve(2));
+            window.close();
+            assert!(
+                !waiting.join().expect("worker"),
+                "a closed window takes nothing"
+            );
+        });
     }
 
     #[test]
