@@ -1,9 +1,10 @@
 //! Byte-range index of a stored catalog: where each blob lives in `catalog.jsonl`, by schema,
 //! package and name.
 //!
-//! Input: blob metadata as blobs are appended ([`Index`], the builder and the on-disk form).
-//! Output: sorted, de-duplicated section lists for a query ([`CompactIndex`], what a live catalog
-//! keeps). Pure; (de)serialization to the on-disk `index.json` is the caller's IO.
+//! Input: blob metadata as blobs are appended ([`IndexBuilder`], while content is written), or the
+//! on-disk form ([`Index`], when stored content is opened). Output: sorted, de-duplicated section
+//! lists for a query ([`CompactIndex`], what a live catalog keeps, and what `index.json` is
+//! written from). Pure; (de)serialization to the on-disk `index.json` is the caller's IO.
 //!
 //! The on-disk form is upstream's: `{"by_schema":{S:[[offset,len],..]},"by_package":{..},"by_name":{..}}`
 //! so that tools reading upstream's index also read ours. A blob is indexed under a key only when
@@ -12,7 +13,8 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
+use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// A blob's byte range in `catalog.jsonl`, including its trailing newline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -27,9 +29,9 @@ impl Section {
     }
 }
 
-/// Sections keyed by each indexed field, as blobs are added and as `index.json` holds them. Lists
-/// are kept in offset order because blobs are added in file order. A live catalog keeps the
-/// [`CompactIndex`] made from it by [`Index::freeze`].
+/// Sections keyed by each indexed field, as `index.json` holds them. Lists are kept in offset
+/// order because blobs are added in file order. A live catalog keeps the [`CompactIndex`] made
+/// from it by [`Index::freeze`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Index {
     #[serde(rename = "by_schema", with = "section_map")]
@@ -126,6 +128,118 @@ struct Keyed {
     ends: Box<[(usize, usize)]>,
     /// Section ordinals, ascending per key.
     ordinals: Box<[u32]>,
+}
+
+/// Builds the [`CompactIndex`] of content as it is written, blob after blob in file order,
+/// without [`Index`]'s maps: each field keeps its keys' text in one string (a key repeated by the
+/// blob before is not stored again) and one `(key, ordinal)` entry per listed blob, about a third
+/// of the maps' memory while a large catalog is ingested (docs/performance/issue-27.md,
+/// fourteenth step).
+#[derive(Debug, Default)]
+pub struct IndexBuilder {
+    /// Sections listed under some field, in file order.
+    sections: Vec<Section>,
+    by_schema: KeyedBuilder,
+    by_package: KeyedBuilder,
+    by_name: KeyedBuilder,
+}
+
+/// One field's keys while blobs are added.
+#[derive(Debug, Default)]
+struct KeyedBuilder {
+    text: String,
+    /// Per listed blob: where its key starts in `text`, its length, and the blob's ordinal.
+    entries: Vec<(usize, u32, u32)>,
+}
+
+impl IndexBuilder {
+    /// Records a blob appended at `section`, after every section added before it. A blob without
+    /// schema, package and name is in no list, as with [`Index::add`].
+    pub fn add(&mut self, schema: &str, package: &str, name: &str, section: Section) {
+        if schema.is_empty() && package.is_empty() && name.is_empty() {
+            return;
+        }
+        // Fewer than 2^32 sections: each is at least three bytes of content, and image
+        // extraction stops at 8 GiB by default; a key is shorter than its catalog file (1 GiB).
+        let ordinal = u32::try_from(self.sections.len()).unwrap_or(u32::MAX);
+        self.sections.push(section);
+        self.by_schema.add(schema, ordinal);
+        self.by_package.add(package, ordinal);
+        self.by_name.add(name, ordinal);
+    }
+
+    /// The index to serve from.
+    pub fn build(self) -> CompactIndex {
+        let by_schema = self.by_schema.build();
+        let mut with_schema = vec![0u64; self.sections.len().div_ceil(64)];
+        for &i in by_schema.ordinals.iter() {
+            let i = i as usize;
+            if let Some(word) = with_schema.get_mut(i / 64) {
+                *word |= 1 << (i % 64);
+            }
+        }
+        CompactIndex {
+            sections: self.sections.into_boxed_slice(),
+            with_schema: with_schema.into_boxed_slice(),
+            by_schema,
+            by_package: self.by_package.build(),
+            by_name: self.by_name.build(),
+        }
+    }
+}
+
+impl KeyedBuilder {
+    fn add(&mut self, key: &str, ordinal: u32) {
+        if key.is_empty() {
+            return;
+        }
+        let len = u32::try_from(key.len()).unwrap_or(u32::MAX);
+        // Blobs of one package come together, so the last key is often this one again.
+        let start = match self.entries.last() {
+            Some(&(start, last_len, _))
+                if self.text.get(start..start + last_len as usize) == Some(key) =>
+            {
+                start
+            }
+            _ => {
+                self.text.push_str(key);
+                self.text.len() - key.len()
+            }
+        };
+        self.entries.push((start, len, ordinal));
+    }
+
+    fn build(mut self) -> Keyed {
+        let text = std::mem::take(&mut self.text);
+        let key = |&(start, len, _): &(usize, u32, u32)| -> &str {
+            text.get(start..start + len as usize).unwrap_or_default()
+        };
+        // Stable, so each key's ordinals stay ascending (they were added in order).
+        self.entries.sort_by(|a, b| key(a).cmp(key(b)));
+        let mut keys = String::new();
+        let mut ends = Vec::new();
+        let mut ordinals = Vec::with_capacity(self.entries.len());
+        let mut last: Option<&str> = None;
+        for entry in &self.entries {
+            let k = key(entry);
+            if last != Some(k) {
+                if last.is_some() {
+                    ends.push((keys.len(), ordinals.len()));
+                }
+                keys.push_str(k);
+                last = Some(k);
+            }
+            ordinals.push(entry.2);
+        }
+        if last.is_some() {
+            ends.push((keys.len(), ordinals.len()));
+        }
+        Keyed {
+            keys: keys.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+            ordinals: ordinals.into_boxed_slice(),
+        }
+    }
 }
 
 impl Keyed {
@@ -225,6 +339,70 @@ impl CompactIndex {
         self.with_schema
             .get(ordinal / 64)
             .is_some_and(|word| word & (1 << (ordinal % 64)) != 0)
+    }
+}
+
+/// `index.json` written from the live form: the same bytes as [`Index`]'s serialization of the
+/// maps it was made from (keys sorted, sections in file order), without building them again.
+impl Serialize for CompactIndex {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut out = ser.serialize_struct("Index", 3)?;
+        for (field, keyed) in [
+            ("by_schema", &self.by_schema),
+            ("by_package", &self.by_package),
+            ("by_name", &self.by_name),
+        ] {
+            out.serialize_field(
+                field,
+                &KeyedSections {
+                    keyed,
+                    sections: &self.sections,
+                },
+            )?;
+        }
+        out.end()
+    }
+}
+
+/// One field of a [`CompactIndex`] as upstream's map of key to `[offset, length]` pairs.
+struct KeyedSections<'a> {
+    keyed: &'a Keyed,
+    sections: &'a [Section],
+}
+
+impl Serialize for KeyedSections<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut map = ser.serialize_map(Some(self.keyed.ends.len()))?;
+        let mut start = 0;
+        for (i, &(_, end)) in self.keyed.ends.iter().enumerate() {
+            let ordinals = self.keyed.ordinals.get(start..end).unwrap_or_default();
+            map.serialize_entry(
+                self.keyed.key(i),
+                &OrdinalSections {
+                    ordinals,
+                    sections: self.sections,
+                },
+            )?;
+            start = end;
+        }
+        map.end()
+    }
+}
+
+struct OrdinalSections<'a> {
+    ordinals: &'a [u32],
+    sections: &'a [Section],
+}
+
+impl Serialize for OrdinalSections<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut seq = ser.serialize_seq(Some(self.ordinals.len()))?;
+        for &i in self.ordinals {
+            if let Some(s) = self.sections.get(i as usize) {
+                seq.serialize_element(&[s.offset, s.len])?;
+            }
+        }
+        seq.end()
     }
 }
 
@@ -443,18 +621,27 @@ mod tests {
         let (schemas, packages, names) = (values("s", 3), values("p", 5), values("n", 40));
         for _catalog in 0..50 {
             let mut idx = Index::default();
+            let mut builder = IndexBuilder::default();
             let mut offset = 0;
             for _blob in 0..next(60) {
                 let len = 1 + next(9);
-                idx.add(
+                let (schema, package, name) = (
                     &schemas[next(4) as usize],
                     &packages[next(6) as usize],
                     &names[next(41) as usize],
-                    Section { offset, len },
                 );
+                idx.add(schema, package, name, Section { offset, len });
+                builder.add(schema, package, name, Section { offset, len });
                 offset += len;
             }
+            let built = builder.build();
             let compact = idx.clone().freeze();
+            assert_eq!(built, compact, "built while added, or from the maps");
+            assert_eq!(
+                serde_json::to_string(&built).expect("serializes"),
+                serde_json::to_string(&idx).expect("serializes"),
+                "index.json from either form"
+            );
             for schema in &schemas {
                 for package in &packages {
                     for name in names.iter().take(12).chain(["unknown".to_owned()].iter()) {

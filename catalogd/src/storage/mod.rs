@@ -38,7 +38,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use answers::{Answer, CompressedAnswers};
-pub use index::{CompactIndex, Index, Query, Section};
+pub use index::{CompactIndex, Index, IndexBuilder, Query, Section};
 
 use gzip_copy::GzipCopy;
 
@@ -346,7 +346,7 @@ impl Storage {
             id,
             tmp,
             jsonl: BufWriter::with_capacity(256 * 1024, jsonl),
-            index: Index::default(),
+            index: IndexBuilder::default(),
             offset: 0,
             blobs: 0,
             committed: false,
@@ -406,7 +406,7 @@ pub struct CatalogWriter {
     id: String,
     tmp: PathBuf,
     jsonl: BufWriter<File>,
-    index: Index,
+    index: IndexBuilder,
     offset: u64,
     blobs: u64,
     committed: bool,
@@ -458,7 +458,8 @@ impl CatalogWriter {
             gzip_size: None,
             blobs: self.blobs,
         };
-        write_json(&tmp.join(INDEX), &self.index)?;
+        let index = std::mem::take(&mut self.index).build();
+        write_json(&tmp.join(INDEX), &index)?;
         write_json(&tmp.join(META), &meta)?;
 
         let catalog_dir = self.storage.inner.root.join(&self.catalog);
@@ -477,7 +478,7 @@ impl CatalogWriter {
             &self.catalog,
             &final_dir,
             meta,
-            std::mem::take(&mut self.index),
+            index,
         )?);
         self.storage
             .write_live()
@@ -516,14 +517,14 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, StorageErro
 fn open_content(catalog: &str, dir: &Path) -> Result<StoredCatalog, StorageError> {
     let meta: ContentMeta = read_json(&dir.join(META))?;
     let index: Index = read_json(&dir.join(INDEX))?;
-    open_content_with_index(catalog, dir, meta, index)
+    open_content_with_index(catalog, dir, meta, index.freeze())
 }
 
 fn open_content_with_index(
     catalog: &str,
     dir: &Path,
     meta: ContentMeta,
-    index: Index,
+    index: CompactIndex,
 ) -> Result<StoredCatalog, StorageError> {
     let jsonl_path = dir.join(JSONL);
     let jsonl = File::open(&jsonl_path).map_err(io_err("open", &jsonl_path))?;
@@ -537,7 +538,7 @@ fn open_content_with_index(
         jsonl,
         gzip,
         modified,
-        index: index.freeze(),
+        index,
         compressed: CompressedAnswers::new(dir.to_path_buf()),
     })
 }
