@@ -69,6 +69,21 @@ pub async fn stop_controller<T>(
     stopped
 }
 
+/// [`stop_controller`] for a controller whose cache is `cache`, within [`CONTROLLER_STOP_BOUND`].
+pub async fn stop_controller_with_cache<T, K>(
+    name: &str,
+    task: JoinHandle<T>,
+    cache: &kube::runtime::reflector::Store<K>,
+) -> Stopped
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    use futures::FutureExt;
+    let listed = matches!(cache.wait_until_ready().now_or_never(), Some(Ok(())));
+    stop_controller(name, task, listed, CONTROLLER_STOP_BOUND).await
+}
+
 /// How a supervised task ended before shutdown.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TaskEnded {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 use olm_api::v1::ClusterCatalog;
@@ -482,14 +482,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     ready.store(false, Ordering::Release);
     let drained = tokio::time::Instant::now() + opts.shutdown_drain;
     if ended.is_ok() {
-        let listed = matches!(cache.wait_until_ready().now_or_never(), Some(Ok(())));
-        olm_runtime::supervise::stop_controller(
-            "controller",
-            controller,
-            listed,
-            olm_runtime::supervise::CONTROLLER_STOP_BOUND,
-        )
-        .await;
+        olm_runtime::supervise::stop_controller_with_cache("controller", controller, &cache).await;
     }
     for task in background {
         let _ = task.await;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, PredicateConfig, WatchStreamExt, controller, reflector, watcher};
@@ -661,14 +661,7 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
     tracing::info!("shutting down");
     ready.store(false, Ordering::Release);
     if ended.is_ok() {
-        let listed = matches!(store.wait_until_ready().now_or_never(), Some(Ok(())));
-        olm_runtime::supervise::stop_controller(
-            "controller",
-            controller,
-            listed,
-            olm_runtime::supervise::CONTROLLER_STOP_BOUND,
-        )
-        .await;
+        olm_runtime::supervise::stop_controller_with_cache("controller", controller, &store).await;
     }
     for task in background {
         let _ = task.await;
