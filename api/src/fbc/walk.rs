@@ -413,6 +413,7 @@ fn read_json<E: From<WalkError>>(
             return Ok(());
         };
         if let Some(obj) = encode_directly(&buf, cx, line, column) {
+            release_large_text(&mut buf);
             cx.index += 1;
             f(obj)?;
             continue;
@@ -429,6 +430,7 @@ fn read_json<E: From<WalkError>>(
         };
         match decoded {
             Ok(Some(obj)) => {
+                release_large_text(&mut buf);
                 cx.index += 1;
                 f(obj)?;
             }
@@ -442,6 +444,19 @@ fn read_json<E: From<WalkError>>(
                 return read_yaml(BufReader::new(rest), line, cx, Some(json_err), f);
             }
         }
+    }
+}
+
+/// An object's text larger than this is not kept as the next object's buffer.
+const RETAINED_TEXT_BYTES: usize = 128 << 10;
+
+/// Frees the text buffer once a large object has been decoded. The callback may wait (the parallel
+/// walk's window is full) and most objects are far smaller (39 of the 7,213 in the derived
+/// community catalog exceed 128 KiB, the largest is 1 MB), so a large buffer kept for them is
+/// memory held idle at an ingest's peak (docs/performance/issue-27.md, fifteenth step).
+fn release_large_text(buf: &mut Vec<u8>) {
+    if buf.capacity() > RETAINED_TEXT_BYTES {
+        *buf = Vec::new();
     }
 }
 

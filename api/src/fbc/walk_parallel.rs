@@ -10,7 +10,7 @@
 //! catalogd's `/all` stays byte-identical to the sequential walk's.
 //!
 //! Memory: each file's output goes through its own channel of [`CHUNK_BYTES`]-sized chunks with at
-//! most [`WINDOW_BYTES`] of blobs waiting in it, so a worker ahead of the caller waits instead of
+//! most [`WINDOW_BYTES`] of blobs waiting in it or being consumed, so a worker ahead of the caller waits instead of
 //! buffering a whole file; at most `threads` files are open at once. The window counts bytes, not
 //! chunks: a chunk holds at least one blob, and one bundle can be a megabyte, so a window of eight
 //! chunks held up to eight such blobs.
@@ -79,6 +79,17 @@ impl Window {
         }
         state.bytes += bytes;
         true
+    }
+
+    /// Waits while the window is full, so a worker does not read and encode its next object
+    /// (up to a megabyte of text and as much blob) beside a full window; false once the caller
+    /// has stopped.
+    fn wait_for_room(&self) -> bool {
+        let mut state = self.lock();
+        while !state.closed && state.bytes >= WINDOW_BYTES {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        !state.closed
     }
 
     /// The caller has taken `bytes` out.
@@ -210,6 +221,10 @@ fn encode_file(path: &Path, tx: &Sender<Message>, window: &Window) -> Result<(),
             chunk.push(meta);
             if chunk_bytes >= CHUNK_BYTES {
                 send(std::mem::take(&mut chunk), std::mem::take(&mut chunk_bytes))?;
+                // Before the next object is read and encoded.
+                if !window.wait_for_room() {
+                    return Err(WalkError::callback(Stopped));
+                }
             }
             Ok::<(), WalkError>(())
         },
@@ -232,9 +247,11 @@ fn consume_in_order(
         loop {
             match rx.recv() {
                 Ok(Message::Metas(metas, bytes)) => {
-                    // Room is made before the objects are handed over: they are the caller's now.
-                    channel.window.release(bytes);
+                    // Room is made once the objects are consumed, so the window also bounds what
+                    // the caller holds: released before, a worker could add a window's worth while
+                    // the caller still held a megabyte blob.
                     metas.into_iter().try_for_each(&mut *f)?;
+                    channel.window.release(bytes);
                 }
                 Ok(Message::End(ended)) => {
                     ended?;
@@ -351,14 +368,26 @@ mod tests {
             assert!(waiting.join().expect("worker"));
         });
         assert_eq!(window.lock().bytes, 1);
+        assert!(window.wait_for_room(), "room for more");
         assert!(window.reserve(WINDOW_BYTES - 1));
+        // Full: the worker reads nothing more until the caller has consumed some of it.
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| window.wait_for_room());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!waiting.is_finished(), "a full window holds the worker");
+            window.release(1);
+            assert!(waiting.join().expect("worker"));
+        });
+        assert!(window.reserve(1));
         std::thread::scope(|scope| {
             let waiting = scope.spawn(|| window.reserve(2));
+            let waiting_for_room = scope.spawn(|| window.wait_for_room());
             window.close();
             assert!(
                 !waiting.join().expect("worker"),
                 "a closed window takes nothing"
             );
+            assert!(!waiting_for_room.join().expect("worker"));
         });
     }
 
