@@ -376,8 +376,8 @@ const LEASE_NAME: &str = "9c4404e7.operatorframework.io";
 
 /// Two replicas; the leader's Lease is taken over right after an upgrade starts. After the
 /// moment the old leader notices, the API server's audit log shows no write of it (other than
-/// its election's own Lease requests), and once a replica leads again exactly one release is
-/// deployed.
+/// its election's own Lease requests and the dry runs already in flight), and once a replica
+/// leads again exactly one release is deployed.
 #[tokio::test]
 async fn a_replica_that_loses_its_lease_mid_upgrade_writes_nothing_more() {
     let user_a = unique_name("replica-a");
@@ -498,12 +498,20 @@ async fn a_replica_that_loses_its_lease_mid_upgrade_writes_nothing_more() {
         })
         .map(|event| event.to_string())
         .collect();
-    // The audit log has the time the API server received a request, not when it was sent: the
-    // one request in flight when the replica noticed may arrive just after (seen once in CI on a
-    // loaded machine: a dry-run patch received after the log line). A replica that went on
-    // would send more: each object is a dry run, then the write, then the next object.
+    // The audit log has the time the API server received a request, not when it was sent: what
+    // was in flight when the replica noticed may arrive just after. A dry run persists nothing,
+    // and the dry runs of one attempt go out together (seen in CI on a loaded machine: four
+    // dry-run patches received within 3 ms after the log line, each cut short by the replica,
+    // "context canceled"). A replica that went on would write: every object's write follows
+    // the dry runs, so at most the one write in flight may arrive late.
+    let (late_dry_runs, late_writes): (Vec<&String>, Vec<&String>) =
+        late.iter().partition(|event| event.contains("dryRun=All"));
+    println!(
+        "dry runs of the old leader received after it noticed: {}",
+        late_dry_runs.len()
+    );
     assert!(
-        late.len() <= 1,
+        late_writes.len() <= 1,
         "writes of the old leader after it noticed (one in flight allowed):\n{}",
         late.join("\n")
     );
