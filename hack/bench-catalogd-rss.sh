@@ -4,9 +4,11 @@
 # server's CPU seconds over the load, wrk's throughput and its p50/p99 latency (fairness: under
 # fair sharing every download takes about as long as the others). Results: docs/PERFORMANCE.md.
 #
-# Usage: [TLS=1] hack/bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]
+# Usage: [TLS=1] [FLOOR=TLS_FLOOR_BIN] hack/bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]
 #   FBC_DIR defaults to the derived community catalog (unpacked once by olm-testdata).
 #   TLS=1 serves HTTPS with a throwaway self-signed certificate (as catalogd serves in a cluster).
+#   FLOOR names catalogd's `tls_floor` example (release build): catalogd's `/all` is fetched once,
+#   then the floor serves those bytes from memory on the same stack and is measured instead.
 # Needs: wrk, curl (and openssl with TLS=1). Listens on 127.0.0.1 only; stops what it started on exit.
 set -euo pipefail
 bin="${1:?usage: bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]}"
@@ -32,6 +34,15 @@ pid=$!
 trap 'kill ${pid} 2>/dev/null; wait ${pid} 2>/dev/null; rm -rf "${work}"' EXIT
 url="${scheme}://127.0.0.1:${port}/catalogs/derived/api/v1/all"
 for _ in $(seq 300); do curl -kfsS -o /dev/null "${url}" 2>/dev/null && break; sleep 0.1; done
+if [[ -n "${FLOOR:-}" ]]; then
+  curl -kfsS -o "${work}/all.jsonl" "${url}"
+  kill "${pid}"; wait "${pid}" 2>/dev/null || true
+  port=$((20000 + RANDOM % 40000))
+  url="${scheme}://127.0.0.1:${port}/catalogs/derived/api/v1/all"
+  "${FLOOR}" "${work}/all.jsonl" "127.0.0.1:${port}" ${tls_flags[@]:+"${work}/tls.crt" "${work}/tls.key"} 2>"${log}" &
+  pid=$!
+  for _ in $(seq 300); do curl -kfsS -o /dev/null "${url}" 2>/dev/null && break; sleep 0.1; done
+fi
 sleep 2
 mib() { awk -v k="$1:" '$1 == k {printf "%.1f", $2 / 1024}' "/proc/${pid}/status"; }
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/${pid}/stat"; }

@@ -34,7 +34,8 @@ use olm_api::v1::{ClusterCatalog, ClusterExtension, ConditionType, find_conditio
 use olm_e2e::assets::Assets;
 use olm_e2e::bench::{
     apiserver_requests, cpu_seconds, create_extensions, diff, extension, loadavg,
-    machine_cpu_seconds, print_top, proc_status_kib, push_bundle, wait_all_available,
+    machine_cpu_seconds, print_top, proc_status_kib, push_bundle, steal_seconds,
+    wait_all_available,
 };
 use olm_e2e::operator_controller::{
     CATALOG_NAME_LABEL, CatalogSpec, ChannelSpec, bundle_name, ensure_namespace, free_port,
@@ -84,7 +85,16 @@ struct Settings {
     wrk_connections: u32,
     /// Only P1's ingest (to have a catalog) and P6: for looking into P6 alone.
     only_p6: bool,
+    /// Where to save kube-apiserver's CPU profile of P6's first [`P6_PROFILE_SECONDS`] (the
+    /// control plane started with `OLM_APISERVER_PROFILING=1`).
+    apiserver_profile: Option<PathBuf>,
+    /// Where to copy the API server's audit log (every mutating request, with its timestamps)
+    /// once P6 is done, to follow each extension's requests in time.
+    audit_copy: Option<PathBuf>,
 }
+
+/// How much of P6 the API server's CPU profile covers: less than our side's P6 takes.
+const P6_PROFILE_SECONDS: u64 = 60;
 
 #[tokio::main]
 async fn main() {
@@ -101,7 +111,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: bench_upstream run --side ours|upstream --round N --out FILE [--p6-namespaces N] [--p6-timeout-secs S] [--wrk-duration 20s] [--wrk-connections 64] [--only-p6]\n       bench_upstream report FILE"
+                "usage: bench_upstream run --side ours|upstream --round N --out FILE [--p6-namespaces N] [--p6-timeout-secs S] [--wrk-duration 20s] [--wrk-connections 64] [--only-p6] [--apiserver-profile FILE] [--audit-copy FILE]\n       bench_upstream report FILE"
             );
             std::process::exit(2);
         }
@@ -119,6 +129,8 @@ fn parse_run(args: &[String]) -> Settings {
         wrk_duration: "20s".into(),
         wrk_connections: 64,
         only_p6: false,
+        apiserver_profile: None,
+        audit_copy: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -143,6 +155,8 @@ fn parse_run(args: &[String]) -> Settings {
             }
             "--wrk-duration" => settings.wrk_duration = value.clone(),
             "--wrk-connections" => settings.wrk_connections = value.parse().expect("N"),
+            "--apiserver-profile" => settings.apiserver_profile = Some(PathBuf::from(value)),
+            "--audit-copy" => settings.audit_copy = Some(PathBuf::from(value)),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -537,17 +551,40 @@ async fn run(settings: Settings) {
         let cpu_before = cpu_seconds(oc_pid);
         // Where the machine's time goes meanwhile: the control plane (API server, etcd,
         // controller-manager, scheduler, kwok) serves both sides' requests and runs the Pods.
-        let control_plane: Vec<u32> = env
+        let control_plane: Vec<(String, u32)> = env
             .control_plane
             .components()
             .iter()
-            .map(|c| c.pid)
+            .map(|c| (c.name.clone(), c.pid))
             .collect();
-        let control_plane_cpu = || control_plane.iter().map(|p| cpu_seconds(*p)).sum::<f64>();
-        let control_plane_before = control_plane_cpu();
+        let component_cpu = || {
+            control_plane
+                .iter()
+                .map(|(_, pid)| cpu_seconds(*pid))
+                .collect::<Vec<f64>>()
+        };
+        let components_before = component_cpu();
+        let control_plane_before = components_before.iter().sum::<f64>();
         let machine_before = machine_cpu_seconds();
+        let steal_before = steal_seconds();
+        let profile = settings.apiserver_profile.clone().map(|path| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                save_apiserver_profile(&client, &path, P6_PROFILE_SECONDS).await;
+            })
+        });
         let (installed, own_requests) =
             install_many(&client, &names, &controller, settings.p6_timeout).await;
+        if let Some(profile) = profile {
+            profile.await.unwrap();
+        }
+        if let Some(copy) = &settings.audit_copy {
+            std::fs::copy(env.control_plane.audit_log_path(), copy).unwrap();
+            println!(
+                "bench-upstream: the API server's audit log in {}",
+                copy.display()
+            );
+        }
         let delta = diff(&requests_before, &apiserver_requests(&client).await);
         let requests = delta.values().sum::<f64>();
         print_top(
@@ -557,12 +594,30 @@ async fn run(settings: Settings) {
             Some(total),
         );
         let cpu = cpu_seconds(oc_pid) - cpu_before;
-        let control_plane_cpu = control_plane_cpu() - control_plane_before;
+        let components_after = component_cpu();
+        let control_plane_cpu = components_after.iter().sum::<f64>() - control_plane_before;
         let machine = machine_cpu_seconds();
         let busy_percent =
             100.0 * (machine.0 - machine_before.0) / (machine.1 - machine_before.1).max(1e-9);
+        let steal = steal_seconds() - steal_before;
         results.insert("p6_control_plane_cpu_seconds".into(), control_plane_cpu);
         results.insert("p6_machine_busy_percent".into(), busy_percent);
+        // CPU time the hypervisor gave to others while this machine wanted it: a noisy host makes
+        // the same work take longer.
+        results.insert("p6_steal_seconds".into(), steal);
+        let mut split = Vec::new();
+        for (((name, _), before), after) in control_plane
+            .iter()
+            .zip(&components_before)
+            .zip(&components_after)
+        {
+            results.insert(format!("p6_cpu_seconds_{name}"), after - before);
+            split.push(format!("{name} {:.1}", after - before));
+        }
+        println!(
+            "bench-upstream: P6 control plane CPU s by component: {}; steal {steal:.1} s",
+            split.join(", ")
+        );
         results.insert("p6_extensions".into(), total as f64);
         match installed {
             Some(t) => {
@@ -606,6 +661,35 @@ async fn run(settings: Settings) {
         .unwrap();
     writeln!(out, "{line}").unwrap();
     println!("bench-upstream: recorded in {}", settings.out.display());
+}
+
+/// Saves kube-apiserver's CPU profile over the next `seconds` to `path` (Go's pprof format:
+/// `go tool pprof -top FILE` reads it); says so when the API server does not serve profiles.
+async fn save_apiserver_profile(client: &kube::Client, path: &Path, seconds: u64) {
+    use futures::AsyncReadExt;
+    let request = http::Request::get(format!("/debug/pprof/profile?seconds={seconds}"))
+        .body(Vec::new())
+        .unwrap();
+    let mut body = Vec::new();
+    let read = match client.request_stream(request).await {
+        Ok(stream) => {
+            let mut stream = std::pin::pin!(stream);
+            stream.read_to_end(&mut body).await.map(|_| ())
+        }
+        Err(e) => Err(std::io::Error::other(e.to_string())),
+    };
+    match read {
+        Ok(()) => {
+            std::fs::write(path, &body).unwrap();
+            println!(
+                "bench-upstream: kube-apiserver's CPU profile of P6's first {seconds} s in {}",
+                path.display()
+            );
+        }
+        Err(e) => println!(
+            "bench-upstream: no kube-apiserver profile ({e}); start with OLM_APISERVER_PROFILING=1"
+        ),
+    }
 }
 
 /// (catalogd, operator-controller) of `side`.

@@ -296,6 +296,18 @@ pub fn machine_cpu_seconds() -> (f64, f64) {
     ((all - idle) as f64 / hz, all as f64 / hz)
 }
 
+/// CPU seconds the hypervisor ran something else while this machine's CPUs were ready to run
+/// (`steal` in `/proc/stat`), summed over CPUs since boot.
+pub fn steal_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let steal: u64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu "))
+        .and_then(|l| l.split_whitespace().nth(7)?.parse().ok())
+        .unwrap_or(0);
+    steal as f64 / clock_ticks()
+}
+
 fn clock_ticks() -> f64 {
     std::process::Command::new("getconf")
         .arg("CLK_TCK")

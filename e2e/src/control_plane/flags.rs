@@ -170,7 +170,8 @@ pub fn apiserver(
         // published; nothing in the tests reaches the API through the `kubernetes` Service.
         "--endpoint-reconciler-type=none".into(),
         "--enable-priority-and-fairness=false".into(),
-        "--profiling=false".into(),
+        // Off unless a benchmark asks for the API server's CPU profile (`/debug/pprof`).
+        format!("--profiling={}", apiserver_profiling()),
         format!("--audit-policy-file={}", p(layout.audit_policy())),
         format!("--audit-log-path={}", p(layout.audit_log())),
         "--audit-log-format=json".into(),
@@ -182,6 +183,14 @@ pub fn apiserver(
         "--disable-admission-plugins=TaintNodesByCondition,ServiceAccount".into()
     });
     args
+}
+
+/// Set to `1`, kube-apiserver serves Go's profiles at `/debug/pprof` (to the admin
+/// credentials), so a benchmark can see where the API server's CPU goes.
+pub const APISERVER_PROFILING_ENV: &str = "OLM_APISERVER_PROFILING";
+
+fn apiserver_profiling() -> bool {
+    std::env::var(APISERVER_PROFILING_ENV).is_ok_and(|v| v == "1")
 }
 
 /// kube-controller-manager: no serving port, no leader election, admin credentials.
