@@ -10,9 +10,8 @@
 //! catalogd's `/all` stays byte-identical to the sequential walk's.
 //!
 //! Memory: each file's output goes through its own channel of [`CHUNK_BYTES`]-sized chunks with at
-//! most [`WINDOW_BYTES`] of blobs waiting in it or being consumed ([`AHEAD_WINDOW_BYTES`] until the
-//! caller reaches the file), so a worker ahead of the caller waits instead of buffering a whole
-//! file; at most `threads` files are open at once. The window counts bytes, not
+//! most [`WINDOW_BYTES`] of blobs waiting in it or being consumed, so a worker ahead of the caller waits instead of
+//! buffering a whole file; at most `threads` files are open at once. The window counts bytes, not
 //! chunks: a chunk holds at least one blob, and one bundle can be a megabyte, so a window of eight
 //! chunks held up to eight such blobs.
 //!
@@ -41,11 +40,6 @@ pub const CHUNK_BYTES: usize = 128 << 10;
 /// of it, 2 MiB added memory and no speed (docs/performance/issue-27.md, eighth step).
 pub const WINDOW_BYTES: usize = 1 << 20;
 
-/// Blob bytes of a file the caller has not reached yet: a worker that is a file ahead needs only
-/// enough to keep the caller busy when it gets there, and until then what it holds is the walk's
-/// peak beside the current file's window (docs/performance/issue-27.md, sixteenth step).
-pub const AHEAD_WINDOW_BYTES: usize = WINDOW_BYTES / 2;
-
 /// What a worker sends about one file.
 enum Message {
     /// Objects, and the blob bytes they hold in the window.
@@ -54,8 +48,8 @@ enum Message {
     End(Result<(), WalkError>),
 }
 
-/// The blob bytes one file has waiting for the caller, at most [`WINDOW_BYTES`] once the caller is
-/// at that file and [`AHEAD_WINDOW_BYTES`] before (or one chunk, however large).
+/// The blob bytes one file has waiting for the caller, at most [`WINDOW_BYTES`] (or one chunk,
+/// however large).
 #[derive(Default)]
 struct Window {
     state: Mutex<WindowState>,
@@ -65,20 +59,8 @@ struct Window {
 #[derive(Default)]
 struct WindowState {
     bytes: usize,
-    /// The caller is consuming this file: the whole window is open.
-    current: bool,
     /// The caller has stopped: nothing will be released any more.
     closed: bool,
-}
-
-impl WindowState {
-    fn limit(&self) -> usize {
-        if self.current {
-            WINDOW_BYTES
-        } else {
-            AHEAD_WINDOW_BYTES
-        }
-    }
 }
 
 impl Window {
@@ -89,7 +71,7 @@ impl Window {
     /// Waits until `bytes` more fit, or the window is empty; false once the caller has stopped.
     fn reserve(&self, bytes: usize) -> bool {
         let mut state = self.lock();
-        while !state.closed && state.bytes > 0 && state.bytes + bytes > state.limit() {
+        while !state.closed && state.bytes > 0 && state.bytes + bytes > WINDOW_BYTES {
             state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
         if state.closed {
@@ -104,16 +86,10 @@ impl Window {
     /// has stopped.
     fn wait_for_room(&self) -> bool {
         let mut state = self.lock();
-        while !state.closed && state.bytes >= state.limit() {
+        while !state.closed && state.bytes >= WINDOW_BYTES {
             state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
         !state.closed
-    }
-
-    /// The caller has reached this file: a worker waiting for room may fill the whole window.
-    fn make_current(&self) {
-        self.lock().current = true;
-        self.changed.notify_all();
     }
 
     /// The caller has taken `bytes` out.
@@ -268,7 +244,6 @@ fn consume_in_order(
 ) -> Result<(), WalkError> {
     // Returning drops the receivers still here, which wakes any worker waiting to send.
     for ((path, channel), rx) in files.iter().zip(channels).zip(receivers) {
-        channel.window.make_current();
         loop {
             match rx.recv() {
                 Ok(Message::Metas(metas, bytes)) => {
@@ -380,26 +355,8 @@ mod tests {
     }
 
     #[test]
-    fn a_file_ahead_of_the_caller_gets_half_a_window_and_the_whole_once_reached() {
-        let window = Window::default();
-        assert!(window.reserve(AHEAD_WINDOW_BYTES - 1));
-        assert!(window.wait_for_room(), "room for one byte more");
-        assert!(window.reserve(1));
-        std::thread::scope(|scope| {
-            let waiting = scope.spawn(|| window.wait_for_room());
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            assert!(!waiting.is_finished(), "half a window holds a worker ahead");
-            window.make_current();
-            assert!(waiting.join().expect("worker"));
-        });
-        assert!(window.reserve(WINDOW_BYTES - AHEAD_WINDOW_BYTES));
-        assert_eq!(window.lock().bytes, WINDOW_BYTES);
-    }
-
-    #[test]
     fn a_window_holds_a_worker_until_the_caller_makes_room_or_stops() {
         let window = Window::default();
-        window.make_current();
         // Empty, it takes a chunk of any size; then nothing more fits until room is made.
         assert!(window.reserve(WINDOW_BYTES * 3));
         std::thread::scope(|scope| {
