@@ -9,6 +9,7 @@
 #   TLS=1 serves HTTPS with a throwaway self-signed certificate (as catalogd serves in a cluster).
 #   FLOOR names catalogd's `tls_floor` example (release build): catalogd's `/all` is fetched once,
 #   then the floor serves those bytes from memory on the same stack and is measured instead.
+#   AFTER_SECONDS (30) is the wait before the last RSS reading.
 # Needs: wrk, curl (and openssl with TLS=1). Listens on 127.0.0.1 only; stops what it started on exit.
 set -euo pipefail
 bin="${1:?usage: bench-catalogd-rss.sh CATALOGD_BIN [LABEL] [FBC_DIR]}"
@@ -52,10 +53,10 @@ out="$(wrk -t2 -c64 -d20s --timeout 60s --latency "${url}")"
 after_cpu="$(cpu)"
 after="$(mib VmRSS)"
 peak="$(mib VmHWM)"
-sleep 30
+sleep "${AFTER_SECONDS:-30}"
 later="$(mib VmRSS)"
 mb_per_s="$(echo "${out}" | awk '/Transfer\/sec/ {v = $2; if (v ~ /GB/) {sub("GB", "", v); v *= 1024} else {sub("MB", "", v)} print v}')"
 latency="$(echo "${out}" | awk '$1 == "50%" {p50 = $2} $1 == "99%" {p99 = $2} END {print "p50 " p50 ", p99 " p99}')"
 cpu_s="$(awk -v a="${before}" -v b="${after_cpu}" 'BEGIN {printf "%.2f", b - a}')"
 cpu_per_gb="$(awk -v c="${cpu_s}" -v m="${mb_per_s}" 'BEGIN {printf "%.2f", c / (m * 20 / 1024)}')"
-echo "${label}: RSS idle ${idle} MiB; peak ${peak} MiB; after the load ${after} MiB; 30 s later ${later} MiB; ${mb_per_s} MB/s; ${cpu_s} CPU s (${cpu_per_gb} per GB); ${latency}; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "${label}: RSS idle ${idle} MiB; peak ${peak} MiB; after the load ${after} MiB; ${AFTER_SECONDS:-30} s later ${later} MiB; ${mb_per_s} MB/s; ${cpu_s} CPU s (${cpu_per_gb} per GB); ${latency}; load $(cut -d' ' -f1-3 /proc/loadavg)"
