@@ -276,20 +276,24 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     ticks as f64 / clock_ticks()
 }
 
-/// (busy, all) CPU seconds of the whole machine since boot, from `/proc/stat`'s `cpu` line: busy
-/// is everything but `idle` and `iowait`.
-pub fn machine_cpu_seconds() -> (f64, f64) {
+/// The tick counts of `/proc/stat`'s `cpu` line (the whole machine since boot): user nice system
+/// idle iowait irq softirq steal ... (guest time is counted in user already).
+fn machine_ticks() -> Vec<u64> {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let ticks: Vec<u64> = stat
-        .lines()
+    stat.lines()
         .find_map(|l| l.strip_prefix("cpu "))
         .map(|l| {
             l.split_whitespace()
                 .filter_map(|t| t.parse().ok())
                 .collect()
         })
-        .unwrap_or_default();
-    // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+        .unwrap_or_default()
+}
+
+/// (busy, all) CPU seconds of the whole machine since boot: busy is everything but `idle` and
+/// `iowait`.
+pub fn machine_cpu_seconds() -> (f64, f64) {
+    let ticks = machine_ticks();
     let all: u64 = ticks.iter().take(8).sum();
     let idle: u64 = ticks.iter().skip(3).take(2).sum();
     let hz = clock_ticks();
@@ -297,15 +301,9 @@ pub fn machine_cpu_seconds() -> (f64, f64) {
 }
 
 /// CPU seconds the hypervisor ran something else while this machine's CPUs were ready to run
-/// (`steal` in `/proc/stat`), summed over CPUs since boot.
+/// (`steal`), summed over CPUs since boot.
 pub fn steal_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let steal: u64 = stat
-        .lines()
-        .find_map(|l| l.strip_prefix("cpu "))
-        .and_then(|l| l.split_whitespace().nth(7)?.parse().ok())
-        .unwrap_or(0);
-    steal as f64 / clock_ticks()
+    machine_ticks().get(7).copied().unwrap_or(0) as f64 / clock_ticks()
 }
 
 fn clock_ticks() -> f64 {
