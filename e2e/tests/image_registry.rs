@@ -74,6 +74,22 @@ fn cached_digests(cache: &Path, owner: &str) -> Vec<String> {
     out
 }
 
+/// Directories in the cache that are not a complete entry (staging of unfinished pulls).
+fn staging_left(cache: &Path) -> usize {
+    fs::read_dir(cache.join(".shared"))
+        .map(|rd| {
+            rd.filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with('.')
+            })
+            .count()
+        })
+        .unwrap_or(0)
+}
+
 #[tokio::test]
 async fn catalog_pulled_by_tag_extracts_only_the_configs_directory() {
     let f = ImageFixture::catalog("catalogs/test:v1", &[("pkg/catalog.json", "{}")]).await;
@@ -98,9 +114,17 @@ async fn catalog_pulled_by_tag_extracts_only_the_configs_directory() {
         unpacked.dir,
         f.cache
             .path()
-            .join("test-catalog")
+            .join(".shared/catalog-linux-amd64")
             .join(&f.pushed.digest)
             .join("fs")
+    );
+    assert_eq!(
+        fs::read_dir(f.cache.path().join("test-catalog"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect::<Vec<_>>(),
+        vec![f.pushed.digest.clone()],
+        "the owner holds its record only"
     );
 }
 
@@ -293,11 +317,7 @@ async fn layer_corrupted_in_registry_storage_is_rejected_as_digest_mismatch() {
         cached_digests(f.cache.path(), "cat").is_empty(),
         "nothing is cached"
     );
-    assert_eq!(
-        fs::read_dir(f.cache.path().join("cat")).unwrap().count(),
-        0,
-        "staging was removed"
-    );
+    assert_eq!(staging_left(f.cache.path()), 0, "staging was removed");
 }
 
 /// Hand-made tar entries with raw names (the tar crate's builder refuses hostile ones).
@@ -423,11 +443,7 @@ async fn hostile_layers_are_rejected_and_nothing_is_written_outside_the_cache() 
             "untouched"
         );
         assert!(cached_digests(&cache, "victim").is_empty(), "{name}");
-        assert_eq!(
-            fs::read_dir(cache.join("victim")).unwrap().count(),
-            0,
-            "{name}: staging removed"
-        );
+        assert_eq!(staging_left(&cache), 0, "{name}: staging removed");
     }
 }
 
@@ -709,6 +725,61 @@ async fn missing_tag_is_retryable_but_missing_digest_is_terminal() {
     assert!(matches!(err.kind, ImageErrorKind::NotFound { .. }), "{err}");
     assert!(err.is_terminal());
     assert_ne!(pushed.digest, format!("sha256:{}", "0".repeat(64)));
+}
+
+#[tokio::test]
+async fn owners_of_one_digest_share_one_unpack_and_the_first_download() {
+    let f = test_catalog().await;
+    let puller = f.puller();
+    let blob_gets = || {
+        f.registry
+            .access_log()
+            .iter()
+            .filter(|e| e.is_blob_get())
+            .count()
+    };
+    // Eight owners at once, by tag: one of them downloads, the others wait and share.
+    let pulls = (0..8).map(|i| {
+        let owner = format!("owner-{i}");
+        let puller = &puller;
+        let reference = f.reference.clone();
+        async move {
+            puller
+                .pull(&owner, &reference, ExtractFilter::CatalogConfigs)
+                .await
+                .unwrap()
+        }
+    });
+    let unpacked = futures::future::join_all(pulls).await;
+    assert_eq!(unpacked.iter().filter(|u| u.fresh).count(), 1);
+    assert!(
+        unpacked.iter().all(|u| u.dir == unpacked[0].dir),
+        "one tree"
+    );
+    let after_tags = blob_gets();
+    assert_eq!(after_tags, 2, "config and layer, once");
+    // A ninth owner by digest: no request at all.
+    let log_before = f.registry.access_log().len();
+    let by_digest = puller
+        .pull(
+            "by-digest",
+            &f.pushed.digest_ref,
+            ExtractFilter::CatalogConfigs,
+        )
+        .await
+        .unwrap();
+    assert!(!by_digest.fresh);
+    assert_eq!(by_digest.dir, unpacked[0].dir);
+    assert_eq!(by_digest.digest_ref, f.pushed.digest_ref);
+    assert_eq!(f.registry.access_log().len(), log_before, "no network");
+    // The tree stays while any owner holds it, and goes with the last.
+    for i in 0..8 {
+        puller.delete_owner(&format!("owner-{i}")).await.unwrap();
+    }
+    assert!(by_digest.content_dir.join("a.json").is_file());
+    puller.delete_owner("by-digest").await.unwrap();
+    assert!(!by_digest.dir.exists());
+    assert_eq!(staging_left(f.cache.path()), 0);
 }
 
 #[tokio::test]

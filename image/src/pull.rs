@@ -6,11 +6,14 @@
 //!
 //! Network use per call:
 //!
-//! | reference | cache        | requests                                             |
-//! |-----------|--------------|------------------------------------------------------|
-//! | digest    | hit          | none                                                 |
-//! | tag       | hit          | one manifest GET                                     |
-//! | either    | miss         | manifest(s), config, every layer blob                |
+//! | reference | cache                          | requests                             |
+//! |-----------|--------------------------------|--------------------------------------|
+//! | digest    | hit, this owner's or another's | none                                 |
+//! | tag       | hit, this owner's or another's | one manifest GET                     |
+//! | either    | miss                           | manifest(s), config, every layer blob |
+//!
+//! A digest is unpacked once for all owners ([`crate::cache`]); owners asking for one digest at
+//! once wait for the first unpack rather than each downloading it.
 //!
 //! With registries.conf ([`crate::registries_conf`]), the first manifest GET goes to each pull
 //! source in turn (mirrors, then the primary location; blocked ones are skipped with an error)
@@ -266,19 +269,46 @@ impl Puller {
         locks.entry(owner.to_string()).or_default().clone()
     }
 
+    /// What an unpacked tree is filed under beside its digest: what was extracted and, because
+    /// an index digest names a different tree per platform, the platform this puller picks.
+    fn cache_key(&self, filter: ExtractFilter) -> String {
+        let plain = |part: &str| -> String {
+            part.chars()
+                .map(|c| match c {
+                    'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' => c,
+                    _ => '_',
+                })
+                .collect()
+        };
+        let platform = &self.platform;
+        let mut key = format!(
+            "{}-{}-{}",
+            filter.key(),
+            plain(&platform.os),
+            plain(&platform.architecture)
+        );
+        if let Some(variant) = &platform.variant {
+            key.push('-');
+            key.push_str(&plain(variant));
+        }
+        key
+    }
+
     fn lookup(
         &self,
         owner: &str,
         digest: &str,
         filter: ExtractFilter,
     ) -> Result<Option<CacheEntry>, ImageErrorKind> {
-        self.cache.lookup(owner, digest, filter.key()).map_err(|e| {
-            ImageErrorKind::cache(
-                "read cache entry",
-                self.cache.root().join(owner).join(digest),
-                e,
-            )
-        })
+        self.cache
+            .lookup(owner, digest, &self.cache_key(filter))
+            .map_err(|e| {
+                ImageErrorKind::cache(
+                    "read cache entry",
+                    self.cache.root().join(owner).join(digest),
+                    e,
+                )
+            })
     }
 
     async fn pull_locked(
@@ -288,20 +318,83 @@ impl Puller {
         reference: &str,
         filter: ExtractFilter,
     ) -> Result<Unpacked, ImageErrorKind> {
-        // A digest already unpacked needs no network (and no registries.conf).
-        if let Some(digest) = image.digest()
-            && let Some(entry) = self.lookup(owner, digest, filter)?
-        {
+        // A digest already unpacked, for this owner or another, needs no network (and no
+        // registries.conf).
+        if let Some(digest) = image.digest() {
+            if let Some(entry) = self.lookup(owner, digest, filter)? {
+                tracing::debug!(owner, %digest, "image already unpacked");
+                return Ok(Unpacked::from_entry(entry, false));
+            }
+            let _unpacking =
+                UnpackLock::acquire(self.cache.root(), digest, self.cache_key(filter)).await;
+            if let Some(unpacked) = self.attach_shared(owner, image, reference, digest, filter)? {
+                return Ok(unpacked);
+            }
+            let opened = self.open(image).await?;
+            return self.unpack(owner, image, reference, filter, opened).await;
+        }
+        let opened = self.open(image).await?;
+        let digest = opened.2.clone();
+        if let Some(entry) = self.lookup(owner, &digest, filter)? {
             tracing::debug!(owner, %digest, "image already unpacked");
             return Ok(Unpacked::from_entry(entry, false));
         }
-        let (source, body, digest) = self.open(image).await?;
-        if image.digest().is_none()
-            && let Some(entry) = self.lookup(owner, &digest, filter)?
-        {
-            tracing::debug!(owner, %digest, "image already unpacked");
-            return Ok(Unpacked::from_entry(entry, false));
+        // Owners pulling one digest at once wait for the first unpack instead of each doing it.
+        let _unpacking =
+            UnpackLock::acquire(self.cache.root(), &digest, self.cache_key(filter)).await;
+        if let Some(unpacked) = self.attach_shared(owner, image, reference, &digest, filter)? {
+            return Ok(unpacked);
         }
+        self.unpack(owner, image, reference, filter, opened).await
+    }
+
+    /// Gives `owner` the tree another owner already unpacked for `digest`, with its own record
+    /// (its reference, the digest in its repository, the time it got the image).
+    fn attach_shared(
+        &self,
+        owner: &str,
+        image: &ImageRef,
+        reference: &str,
+        digest: &str,
+        filter: ExtractFilter,
+    ) -> Result<Option<Unpacked>, ImageErrorKind> {
+        let cache_err = |op, e| ImageErrorKind::cache(op, self.cache.root().to_path_buf(), e);
+        let Some(shared) = self
+            .cache
+            .lookup_shared(digest, &self.cache_key(filter))
+            .map_err(|e| cache_err("read cache entry in", e))?
+        else {
+            return Ok(None);
+        };
+        let mut record = CacheRecord {
+            reference: reference.to_string(),
+            digest_ref: image.with_digest(digest),
+            ..shared
+        };
+        record.set_unpacked_at(SystemTime::now());
+        let Some(entry) = self
+            .cache
+            .attach(owner, &record)
+            .map_err(|e| cache_err("record cache entry in", e))?
+        else {
+            return Ok(None);
+        };
+        self.cache
+            .retain_only(owner, digest)
+            .map_err(|e| cache_err("remove older images from", e))?;
+        tracing::debug!(owner, digest_ref = %record.digest_ref, "image already unpacked for another owner");
+        Ok(Some(Unpacked::from_entry(entry, false)))
+    }
+
+    /// Downloads and extracts the image whose manifest `opened` holds, for `owner`.
+    async fn unpack(
+        &self,
+        owner: &str,
+        image: &ImageRef,
+        reference: &str,
+        filter: ExtractFilter,
+        (source, body, digest): (Source<'_>, bytes::Bytes, String),
+    ) -> Result<Unpacked, ImageErrorKind> {
         let (manifest, manifest_digest) =
             self.select_image_manifest(&source, body, &digest).await?;
         let config_bytes = self.fetch_config(&source, &manifest.config).await?;
@@ -313,10 +406,10 @@ impl Puller {
         let path_filter = filter.resolve(&config.labels)?;
         self.check_layers(&manifest)?;
 
-        let cache_err = |op, e| ImageErrorKind::cache(op, self.cache.root().join(owner), e);
+        let cache_err = |op, e| ImageErrorKind::cache(op, self.cache.root().to_path_buf(), e);
         let staging = self
             .cache
-            .staging(owner)
+            .staging()
             .map_err(|e| cache_err("create staging directory in", e))?;
         let extracted_bytes = self
             .download_and_extract(
@@ -333,7 +426,7 @@ impl Puller {
             digest: digest.clone(),
             manifest_digest,
             labels: config.labels,
-            filter: filter.key().to_string(),
+            filter: self.cache_key(filter),
             content_subdir: match &path_filter {
                 PathFilter::Everything => String::new(),
                 PathFilter::Under(dir) => dir.to_string_lossy().into_owned(),
@@ -755,6 +848,54 @@ impl Puller {
         match download_error {
             Some(e) => Err(e),
             None => Ok(bytes),
+        }
+    }
+}
+
+/// Held while one digest is looked up in the shared cache and, when absent, unpacked: process-wide
+/// (pullers are rebuilt when credentials change; they share the cache directory), keyed by cache
+/// root, digest and filter. Its map entry goes with the last holder.
+struct UnpackLock {
+    key: UnpackKey,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+type UnpackKey = (PathBuf, String, String);
+
+fn unpack_locks() -> &'static Mutex<HashMap<UnpackKey, Arc<tokio::sync::Mutex<()>>>> {
+    static LOCKS: OnceLock<Mutex<HashMap<UnpackKey, Arc<tokio::sync::Mutex<()>>>>> =
+        OnceLock::new();
+    LOCKS.get_or_init(Default::default)
+}
+
+impl UnpackLock {
+    async fn acquire(root: &std::path::Path, digest: &str, cache_key: String) -> UnpackLock {
+        let key = (root.to_path_buf(), digest.to_string(), cache_key);
+        let lock = unpack_locks()
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let guard = lock.clone().lock_owned().await;
+        UnpackLock {
+            key,
+            lock,
+            guard: Some(guard),
+        }
+    }
+}
+
+impl Drop for UnpackLock {
+    fn drop(&mut self) {
+        let mut locks = unpack_locks()
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.guard = None;
+        // Only ours and the map's left (the guard's went above): nobody else holds or waits.
+        if Arc::strong_count(&self.lock) == 2 {
+            locks.remove(&self.key);
         }
     }
 }

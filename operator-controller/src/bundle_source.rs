@@ -19,9 +19,9 @@
 //! | a symlink inside the bundle | followed |
 //! | an entry name that is not UTF-8 | error |
 //!
-//! Images are extracted whole into the cache (`<cache>/<owner>/<digest>/`), where olm-image
-//! already refuses path traversal, escaping symlinks, devices and FIFOs; the extracted tree is
-//! then read with the same rules.
+//! Images are extracted whole into the cache (one tree per digest, shared by the extensions using
+//! it: `olm_image::cache`), where olm-image already refuses path traversal, escaping symlinks,
+//! devices and FIFOs; the extracted tree is then read with the same rules.
 
 use std::io;
 use std::path::{Path, PathBuf};

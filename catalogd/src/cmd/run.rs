@@ -324,6 +324,11 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);
     }
     let puller = Arc::new(Puller::new(puller_config.clone())?);
+    // Before any pull: what a crash left in the image cache (olm_image::cache).
+    match puller.cache().sweep() {
+        Ok(swept) => tracing::debug!(?swept, "catalog image cache swept"),
+        Err(e) => tracing::warn!(error = %e, "failed to sweep the catalog image cache"),
+    }
     let metrics = Metrics::new();
     metrics.set_catalogs_served(storage.catalogs().map(|c| c.len()).unwrap_or(0));
 

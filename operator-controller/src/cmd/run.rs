@@ -395,6 +395,11 @@ pub async fn run(opts: RunOptions, shutdown: CancellationToken) -> Result<(), Ru
             Some(olm_api::regular_file::read_pem_dir(dir, MAX_CA_FILE_BYTES)?);
     }
     let puller = Arc::new(Puller::new(puller_config.clone())?);
+    // Before any pull: what a crash left in the image cache (olm_image::cache).
+    match puller.cache().sweep() {
+        Ok(swept) => tracing::debug!(?swept, "bundle image cache swept"),
+        Err(e) => tracing::warn!(error = %e, "failed to sweep the bundle image cache"),
+    }
     let mut catalogd_options = ClientOptions {
         read_idle_timeout: opts.catalogd_read_idle_timeout,
         ..ClientOptions::default()
