@@ -333,10 +333,8 @@ impl DiskCache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        let filters = match fs::read_dir(self.shared_root()) {
-            Ok(filters) => filters,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
+        let Some(filters) = read_dir_if_exists(&self.shared_root())? else {
+            return Ok(());
         };
         let mut unused = Vec::new();
         {
@@ -366,15 +364,16 @@ impl DiskCache {
 
     /// Removes every entry of `owner` except `keep`, and anything else in its directory.
     pub fn retain_only(&self, owner: &str, keep: &str) -> io::Result<()> {
-        let owner_dir = self.owner_dir(owner)?;
-        let children = match fs::read_dir(&owner_dir) {
-            Ok(children) => children,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
+        self.remove_entries_except(owner, Some(keep))
+    }
+
+    fn remove_entries_except(&self, owner: &str, keep: Option<&str>) -> io::Result<()> {
+        let Some(children) = read_dir_if_exists(&self.owner_dir(owner)?)? else {
+            return Ok(());
         };
         for child in children {
             let child = child?;
-            if child.file_name() == keep {
+            if keep.is_some_and(|keep| child.file_name() == keep) {
                 continue;
             }
             self.remove_child(owner, &child)?;
@@ -393,15 +392,8 @@ impl DiskCache {
 
     /// Removes everything cached for `owner` (shared entries other owners use stay).
     pub fn delete_owner(&self, owner: &str) -> io::Result<()> {
+        self.remove_entries_except(owner, None)?;
         let owner_dir = self.owner_dir(owner)?;
-        let children = match fs::read_dir(&owner_dir) {
-            Ok(children) => children,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for child in children {
-            self.remove_child(owner, &child?)?;
-        }
         match fs::remove_dir(&owner_dir) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
@@ -411,10 +403,8 @@ impl DiskCache {
     /// Owners with something cached (for sweeping owners that no longer exist).
     pub fn owners(&self) -> io::Result<Vec<String>> {
         let mut owners = Vec::new();
-        let children = match fs::read_dir(&self.root) {
-            Ok(children) => children,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(owners),
-            Err(e) => return Err(e),
+        let Some(children) = read_dir_if_exists(&self.root)? else {
+            return Ok(owners);
         };
         for child in children {
             let child = child?;
@@ -434,10 +424,8 @@ impl DiskCache {
     /// staging directory of a pull in progress would be removed too.
     pub fn sweep(&self) -> io::Result<SweepReport> {
         let mut report = SweepReport::default();
-        let children = match fs::read_dir(self.shared_root()) {
-            Ok(children) => children,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
-            Err(e) => return Err(e),
+        let Some(children) = read_dir_if_exists(&self.shared_root())? else {
+            return Ok(report);
         };
         let _guard = shared_lock();
         for child in children {
@@ -490,6 +478,15 @@ pub struct SweepReport {
     pub markers: usize,
     /// Shared entries no owner uses.
     pub entries: usize,
+}
+
+/// The entries of `dir`, or `None` when it does not exist.
+fn read_dir_if_exists(dir: &Path) -> io::Result<Option<fs::ReadDir>> {
+    match fs::read_dir(dir) {
+        Ok(children) => Ok(Some(children)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The record of a complete shared entry at `entry`, or `None`.
