@@ -954,6 +954,11 @@ async fn wait_ready(mut process: Supervised, health: u16) -> Supervised {
     }
 }
 
+/// Whether `conditions` hold a condition of `type_` whose status is `True`.
+fn condition_is_true(conditions: &[olm_api::v1::Condition], type_: ConditionType) -> bool {
+    find_condition(conditions, type_).is_some_and(|c| c.status.as_str() == "True")
+}
+
 /// Creates the catalog and returns the time from its create to the first status that says
 /// Serving. The time comes from a watch of that one catalog, opened before the create: a GET every
 /// 100 ms would add up to 100 ms and a request's latency to an ingest of under half a second.
@@ -1011,8 +1016,7 @@ async fn create_until_serving(
                 let serving = catalog
                     .status
                     .as_ref()
-                    .and_then(|s| find_condition(&s.conditions, ConditionType::Serving))
-                    .is_some_and(|c| c.status.as_str() == "True");
+                    .is_some_and(|s| condition_is_true(&s.conditions, ConditionType::Serving));
                 if serving {
                     return started.elapsed();
                 }
@@ -1082,8 +1086,7 @@ async fn install_many(
                 let is_installed = ce
                     .status
                     .as_ref()
-                    .and_then(|s| find_condition(&s.conditions, ConditionType::Installed))
-                    .is_some_and(|c| c.status.as_str() == "True");
+                    .is_some_and(|s| condition_is_true(&s.conditions, ConditionType::Installed));
                 if is_installed {
                     installed.insert(name.clone());
                 } else {
