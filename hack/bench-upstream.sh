@@ -9,7 +9,8 @@
 # (built outside this repository). Without UPSTREAM_BIN_DIR only our side runs, and it says so.
 #
 # Environment: ROUNDS (3), OUT (results file, JSON lines; default under $OLM_CACHE_DIR),
-# P6_NAMESPACES (100: 1,000 extensions), BENCH_ARGS (more flags for `bench_upstream run`).
+# P6_NAMESPACES (100: 1,000 extensions), BENCH_ARGS (more flags for `bench_upstream run`),
+# SETTLE_SECONDS (120: the longest wait for the 1-minute load to fall below 1 before a side).
 set -euo pipefail
 : "${BENCH_BIN:?BENCH_BIN names the bench_upstream example binary}"
 rounds="${ROUNDS:-3}"
@@ -31,7 +32,15 @@ fi
 export OLM_TEST_TIER=full
 for round in $(seq 1 "$rounds"); do
   for side in "${sides[@]}"; do
-    echo "bench-upstream: round $round, $side (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    # Each side starts on a quiet machine: the previous side's control plane and controllers
+    # are stopped, and its load has decayed (up to SETTLE_SECONDS), so one side's tail cannot
+    # slow the next one's measurements. What still runs is printed.
+    for _ in $(seq 1 "${SETTLE_SECONDS:-120}"); do
+      awk '{ exit !($1 < 1.0) }' /proc/loadavg && break
+      sleep 1
+    done
+    echo "bench-upstream: round $round, $side (load $(cut -d' ' -f1-3 /proc/loadavg)); busiest processes now:"
+    ps -eo pid,pcpu,etimes,comm --sort=-pcpu | head -6 | sed 's/^/    /'
     hack/netns-run.sh "$BENCH_BIN" run --side "$side" --round "$round" --out "$out" \
       --p6-namespaces "${P6_NAMESPACES:-100}" ${BENCH_ARGS:-}
   done

@@ -320,3 +320,74 @@ pub fn loadavg() -> String {
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
 }
+
+/// CPU seconds (utime + stime) of every process now, by pid, with its command name: what else
+/// ran on the machine during a measurement ([`busiest_between`]).
+pub fn process_cpu_snapshot() -> BTreeMap<u32, (String, f64)> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        out.insert(pid, (comm.trim().to_string(), cpu_seconds(pid)));
+    }
+    out
+}
+
+/// The `count` processes that used the most CPU between two snapshots, as `name(pid) seconds`;
+/// processes that started in between count from zero.
+pub fn busiest_between(
+    before: &BTreeMap<u32, (String, f64)>,
+    after: &BTreeMap<u32, (String, f64)>,
+    count: usize,
+) -> String {
+    let mut used: Vec<(f64, String, u32)> = after
+        .iter()
+        .map(|(pid, (name, cpu))| {
+            let was = before.get(pid).map_or(0.0, |(_, c)| *c);
+            (cpu - was, name.clone(), *pid)
+        })
+        .filter(|(s, _, _)| *s >= 0.05)
+        .collect();
+    used.sort_by(|a, b| b.0.total_cmp(&a.0));
+    used.iter()
+        .take(count)
+        .map(|(s, name, pid)| format!("{name}({pid}) {s:.1}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// KiB of `pid`'s memory that maps its own executable file (the `Rss:` of every `/proc/PID/smaps`
+/// entry whose path is `/proc/PID/exe`): code, read-only data and relocated data that the kernel
+/// mapped from the page cache, part of `VmHWM` but not of the heap.
+pub fn executable_rss_kib(pid: u32) -> u64 {
+    let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+        return 0;
+    };
+    let exe = exe.to_string_lossy().into_owned();
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut in_exe = false;
+    let mut total = 0;
+    for line in smaps.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            // A mapping's header: range, permissions, offset, device, inode, path.
+            in_exe = line.split_whitespace().nth(5) == Some(exe.as_str());
+        } else if in_exe && first == "Rss:" {
+            total += words
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
+}
