@@ -324,22 +324,13 @@ pub fn loadavg() -> String {
 /// CPU seconds (utime + stime) of every process now, by pid, with its command name: what else
 /// ran on the machine during a measurement ([`busiest_between`]).
 pub fn process_cpu_snapshot() -> BTreeMap<u32, (String, f64)> {
-    let mut out = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        out.insert(pid, (comm.trim().to_string(), cpu_seconds(pid)));
-    }
-    out
+    crate::process::running_pids()
+        .into_iter()
+        .map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            (pid, (comm.trim().to_string(), cpu_seconds(pid)))
+        })
+        .collect()
 }
 
 /// The `count` processes that used the most CPU between two snapshots, as `name(pid) seconds`;

@@ -340,9 +340,26 @@ pub fn log_tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// The PIDs of every process on the machine now (the numeric entries of `/proc`); empty when
+/// `/proc` cannot be read.
+pub fn running_pids() -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_running_pids_include_this_process() {
+        assert!(running_pids().contains(&std::process::id()));
+    }
 
     #[test]
     fn child_output_goes_to_its_log_and_exit_is_observed() {

@@ -144,21 +144,11 @@ pub fn instance_processes(instance: &Instance) -> Vec<(u32, String)> {
     let netns = format!("net:[{}]", instance.netns_inode);
     let cgroup_part = format!("/{}", instance.id);
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in crate::process::running_pids() {
         if pid == me {
             continue;
         }
-        let dir = entry.path();
+        let dir = std::path::PathBuf::from(format!("/proc/{pid}"));
         let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
         if status
             .lines()
