@@ -27,6 +27,7 @@ mod extension_trust;
 mod extension_updates;
 mod extension_upgrade;
 mod gating;
+mod link_ordered;
 mod loopback;
 mod olm_upgrade;
 mod openshift;
