@@ -32,14 +32,11 @@ if [[ -z "$keys" || -z "$output" ]]; then
   exec "$cc" "$@"
 fi
 
-"$cc" "${args[@]}"
+key_awk="$(dirname "$0")/lib/text-order-key.awk"
 order="$output.text-order"
-# Legacy mangling ends in `17h<16 hex digits>E`; v0 names each crate `Cs<disambiguator>_`.
+trap 'rm -f "$order"' EXIT
+"$cc" "${args[@]}"
 nm --defined-only "$output" | awk '$2 ~ /^[tTwW]$/ { print $3 }' |
-  awk 'NR == FNR {
-         key = $0; sub(/17h[0-9a-f]+E$/, "E", key); gsub(/Cs[0-9A-Za-z]+_/, "Cs_", key)
-         symbols[key] = symbols[key] $0 "\n"; next
-       }
-       ($0 in symbols) && !seen[$0]++ { printf "%s", symbols[$0] }' - "$keys" >"$order"
+  awk -f "$key_awk" -f <(echo 'NR == FNR { key = text_order_key($0); symbols[key] = symbols[key] $0 "\n"; next }
+    ($0 in symbols) && !seen[$0]++ { printf "%s", symbols[$0] }') - "$keys" >"$order"
 "$cc" "${args[@]}" "-Wl,--symbol-ordering-file=$order"
-rm -f "$order"

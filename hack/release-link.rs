@@ -28,12 +28,13 @@ fn main() {
     }
     let keys = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
         .join("text-order.keys");
+    let has_keys = keys.is_file();
     // Only an existing file: a missing one would run this script again on every build (adding
     // keys to a crate without them means touching this file once).
-    if keys.is_file() {
+    if has_keys {
         println!("cargo:rerun-if-changed={}", keys.display());
     }
-    if release && linux_gnu && keys.is_file() {
+    if release && linux_gnu && has_keys {
         // Without the wrapper the linker reads the keys as symbol names: it places the C
         // functions (their names carry no hash), matches no Rust function and, told so, does
         // not warn about the keys it cannot find.

@@ -16,16 +16,16 @@
 set -euo pipefail
 name="${1:?binary name}"
 shift
-awk -v name="$name" -v quote="'" '
+awk -v name="$name" -v quote="'" -f "$(dirname "$0")/lib/text-order-key.awk" -f <(echo '
   /^ob=/ { object = substr($0, 4); next }
   /^fn=/ {
     fn = substr($0, 4); sub(quote "[0-9]+$", "", fn)
     n = split(object, parts, "/")
     if (parts[n] == name && fn !~ /^0x/ && fn !~ /^\(/) {
-      sub(/17h[0-9a-f]+E$/, "E", fn); gsub(/Cs[0-9A-Za-z]+_/, "Cs_", fn)
+      fn = text_order_key(fn)
       if (!seen[fn]++) print fn
     }
-  }' "$@"
+  }') "$@"
 # Run on AVX-512 CPUs, where valgrind cannot follow.
 for fn in aes_gcm_encrypt_avx512 aes_gcm_decrypt_avx512 gcm_init_avx512 gcm_gmult_avx512 \
   gcm_ghash_avx512 gcm_setiv_avx512; do
