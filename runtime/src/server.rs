@@ -577,10 +577,46 @@ fn profile_provider(profile: &crate::go_flags::TlsProfile) -> CryptoProvider {
             provider.kx_groups = rustls::crypto::aws_lc_rs::DEFAULT_KX_GROUPS.to_vec();
         }
     }
+    provider
+        .cipher_suites
+        .sort_by_key(|s| go_preference_rank(s.suite()));
     if ring_aes_gcm_is_faster() {
         provider = with_ring_record_protection(provider);
     }
     provider
+}
+
+/// Go's server preference among the suites both libraries have (crypto/tls on a CPU with AES
+/// hardware): AES-128-GCM before AES-256-GCM before ChaCha20, in TLS 1.3 and 1.2 alike.
+/// Upstream's servers choose by this order, not the client's; served with
+/// `ignore_client_order`, ours choose as theirs do. One case differs: Go serves ChaCha20 to a
+/// client that lists it first (one without AES hardware), and rustls has no hook for that, so
+/// such a client gets AES-GCM from us.
+///
+/// Why it matters: OpenSSL's clients (curl, wrk) list AES-256-GCM first, and rustls follows the
+/// client by default, so they got AES-256 from us and AES-128 from upstream. Its four more
+/// rounds per block cost both ends: serving `/all` to `wrk` over TLS, three interleaved runs,
+/// 0.62–0.64 against 0.56–0.60 server CPU s per GB and 1,365–1,423 against 1,473–1,632 MB/s
+/// (issue 27's twenty-fourth step).
+const GO_SUITE_PREFERENCE: &[rustls::CipherSuite] = &[
+    rustls::CipherSuite::TLS13_AES_128_GCM_SHA256,
+    rustls::CipherSuite::TLS13_AES_256_GCM_SHA384,
+    rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256,
+    rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+    rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    rustls::CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+];
+
+/// Position of `suite` in [`GO_SUITE_PREFERENCE`]; suites Go does not rank come last, in the
+/// provider's order (the sort is stable).
+fn go_preference_rank(suite: rustls::CipherSuite) -> usize {
+    GO_SUITE_PREFERENCE
+        .iter()
+        .position(|s| *s == suite)
+        .unwrap_or(GO_SUITE_PREFERENCE.len())
 }
 
 /// Whether ring's AES-GCM beats aws-lc-rs's on this CPU: it has VAES and VPCLMULQDQ with AVX2
@@ -653,6 +689,8 @@ fn tls_acceptor(
             .map_err(|e| fail(TlsError::Config(e)))?
             .with_no_client_auth()
             .with_cert_resolver(store.clone());
+    // The server's order decides, as in Go ([`GO_SUITE_PREFERENCE`]).
+    config.ignore_client_order = true;
     config.alpn_protocols = if http1_only {
         vec![b"http/1.1".to_vec()]
     } else {
@@ -742,7 +780,11 @@ mod tests {
                 })
                 .map(|s| s.suite())
                 .collect();
-            let ids: Vec<_> = provider.cipher_suites.iter().map(|s| s.suite()).collect();
+            let mut ids: Vec<_> = provider.cipher_suites.iter().map(|s| s.suite()).collect();
+            assert!(ids.is_sorted_by_key(|s| go_preference_rank(*s)), "{ids:?}");
+            ids.sort_by_key(|s| u16::from(*s));
+            let mut expected = expected;
+            expected.sort_by_key(|s| u16::from(*s));
             assert_eq!(ids, expected);
             for suite in &provider.cipher_suites {
                 assert!(
@@ -796,6 +838,99 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "failed to load TLS certificate /dev/zero and key /dev/null: failed to read /dev/zero: not a regular file (a character device)"
+        );
+    }
+
+    /// What a client listing `offered` (in its order of preference) and speaking only `version`
+    /// gets from our TLS listener, by an in-memory handshake.
+    fn negotiated(
+        offered: &[rustls::CipherSuite],
+        version: &'static rustls::SupportedProtocolVersion,
+    ) -> rustls::CipherSuite {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("certificate");
+        let files = TlsFiles {
+            cert: dir.path().join("tls.crt"),
+            key: dir.path().join("tls.key"),
+        };
+        std::fs::write(&files.cert, cert.pem()).expect("write");
+        std::fs::write(&files.key, key.serialize_pem()).expect("write");
+        let (acceptor, _) = tls_acceptor(&files, &Default::default(), false).expect("acceptor");
+
+        let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+        provider.cipher_suites = offered
+            .iter()
+            .map(|want| {
+                *provider
+                    .cipher_suites
+                    .iter()
+                    .find(|s| s.suite() == *want)
+                    .expect("aws-lc-rs has the suite")
+            })
+            .collect();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert.der().clone()).expect("root");
+        let client_config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&[version])
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut client = rustls::ClientConnection::new(
+            Arc::new(client_config),
+            "localhost".try_into().expect("name"),
+        )
+        .expect("client");
+        let mut server = rustls::ServerConnection::new(acceptor.config().clone()).expect("server");
+        while client.is_handshaking() || server.is_handshaking() {
+            let mut wire = Vec::new();
+            while client.wants_write() {
+                client.write_tls(&mut wire).expect("client writes");
+            }
+            server.read_tls(&mut wire.as_slice()).expect("server reads");
+            server.process_new_packets().expect("server handshake");
+            let mut wire = Vec::new();
+            while server.wants_write() {
+                server.write_tls(&mut wire).expect("server writes");
+            }
+            client.read_tls(&mut wire.as_slice()).expect("client reads");
+            client.process_new_packets().expect("client handshake");
+        }
+        server
+            .negotiated_cipher_suite()
+            .expect("a suite was agreed")
+            .suite()
+    }
+
+    #[test]
+    fn a_client_preferring_aes_256_gets_aes_128_as_upstreams_go_servers_choose() {
+        use rustls::CipherSuite as S;
+        // OpenSSL's default order (curl, wrk): AES-256-GCM first.
+        let tls13 = [
+            S::TLS13_AES_256_GCM_SHA384,
+            S::TLS13_CHACHA20_POLY1305_SHA256,
+            S::TLS13_AES_128_GCM_SHA256,
+        ];
+        assert_eq!(
+            negotiated(&tls13, &rustls::version::TLS13),
+            S::TLS13_AES_128_GCM_SHA256
+        );
+        let tls12 = [
+            S::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+            S::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+            S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        ];
+        assert_eq!(
+            negotiated(&tls12, &rustls::version::TLS12),
+            S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+        );
+        // A client that offers only AES-256 still gets it.
+        assert_eq!(
+            negotiated(&tls13[..1], &rustls::version::TLS13),
+            S::TLS13_AES_256_GCM_SHA384
         );
     }
 
