@@ -52,6 +52,11 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
+/// Set in the extensions of every request that arrived over TLS, so a handler can tell how its
+/// connection is carried (catalogd paces plain-HTTP downloads only; see its `http::body`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OverTls;
+
 /// How long in-flight responses may continue after shutdown starts (upstream: 30 s).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// How often certificate files are checked for changes.
@@ -341,14 +346,14 @@ async fn serve_connection(
     // waits for the client's delayed ACK (about 40 ms per response; see docs/PERFORMANCE.md).
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = tls else {
-        return serve_http(stream, &builder, app, limits, stop).await;
+        return serve_http(stream, false, &builder, app, limits, stop).await;
     };
     let handshake = tokio::select! {
         _ = stop.cancelled() => return,
         handshake = tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream)) => handshake,
     };
     match handshake {
-        Ok(Ok(stream)) => serve_http(stream, &builder, app, limits, stop).await,
+        Ok(Ok(stream)) => serve_http(stream, true, &builder, app, limits, stop).await,
         Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
         Err(_) => tracing::debug!("TLS handshake not completed in time; connection closed"),
     }
@@ -356,6 +361,7 @@ async fn serve_connection(
 
 async fn serve_http<I>(
     io: I,
+    over_tls: bool,
     builder: &auto::Builder<TokioExecutor>,
     app: Router,
     limits: ServerLimits,
@@ -366,7 +372,10 @@ async fn serve_http<I>(
     let activity = Arc::new(Activity::default());
     let service = {
         let activity = activity.clone();
-        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            if over_tls {
+                request.extensions_mut().insert(OverTls);
+            }
             let guard = activity.begin();
             let app = app.clone();
             async move {

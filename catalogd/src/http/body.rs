@@ -64,14 +64,47 @@ pub fn coalesce(sections: &[Section]) -> Vec<Section> {
 /// answers (the usual query for one package of ordinary size).
 const INLINE_MAX: u64 = 64 * 1024;
 
+/// Whether a streaming body takes [`READ_TURNS`] for its chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pacing {
+    /// Every chunk waits its turn: plain HTTP, where downloads without turns were unfair.
+    Turns,
+    /// Chunks are read as the connection asks: TLS, where downloads were as fair without turns
+    /// and the turns' hand-offs between runtime threads cost up to half again the CPU per byte.
+    Free,
+}
+
+impl Pacing {
+    /// The pacing of a connection carried over TLS (`over_tls`) or plain TCP.
+    ///
+    /// Measured with concurrent `/all` downloads (docs/performance/issue-27.md, twenty-sixth and
+    /// twenty-seventh steps): over TLS without turns p99 stayed within 1.16 times p50 whether
+    /// catalogd (64 downloads by a two-thread client) or the client (one thread on one core) was
+    /// the slower end, and on a link shaped to 2 Gbit/s downloads were as uneven with turns as
+    /// without (p99 2.7–4.5 and 2.4–4.5 times p50), the link deciding; over plain HTTP to a fast
+    /// client p99 was 3.1–3.4 times p50 without turns and 1.1–1.2 with them.
+    pub fn of_connection(over_tls: bool) -> Pacing {
+        if over_tls {
+            Pacing::Free
+        } else {
+            Pacing::Turns
+        }
+    }
+}
+
 /// A body streaming `pieces`, gzip-compressing on the fly when `compress` is set.
-pub fn stream(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>, compress: bool) -> Body {
+pub fn stream(
+    catalog: Arc<StoredCatalog>,
+    pieces: Vec<Piece>,
+    compress: bool,
+    pacing: Pacing,
+) -> Body {
     if compress {
         compressed(catalog, pieces)
     } else if total_len(&pieces) <= INLINE_MAX {
         inline(catalog, pieces)
     } else {
-        on_demand(catalog, pieces)
+        on_demand(catalog, pieces, pacing)
     }
 }
 
@@ -112,17 +145,20 @@ fn read_all(catalog: &StoredCatalog, pieces: &[Piece]) -> io::Result<Bytes> {
 /// cache holds it, else on the blocking pool.
 ///
 /// No thread is tied to a response: a slow or stalled client holds no thread and no buffered
-/// chunk beyond the one hyper is writing. Connections take turns at reading ([`READ_TURNS`]), so
-/// a connection whose reads never wait cannot keep a runtime thread and starve the others (a
-/// thread per response, and inline reads without turns, both put p99 latency at seconds for 64
-/// concurrent `/all` downloads).
-fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
+/// chunk beyond the one hyper is writing. Over plain HTTP connections take turns at reading
+/// ([`READ_TURNS`], [`Pacing`]), so a connection whose reads never wait cannot get ahead of the
+/// others (a thread per response, and inline reads without turns, both put p99 latency at
+/// seconds for 64 concurrent plain `/all` downloads).
+fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>, pacing: Pacing) -> Body {
     let cursor = Cursor::new(catalog, pieces);
-    let stream = futures::stream::unfold(Some(cursor), |state| async move {
+    let stream = futures::stream::unfold(Some(cursor), move |state| async move {
         let mut cursor = state?;
-        let cached = {
-            let _turn = READ_TURNS.acquire().await.ok()?;
-            cursor.next_chunk_cached()
+        let cached = match pacing {
+            Pacing::Turns => {
+                let _turn = READ_TURNS.acquire().await.ok()?;
+                cursor.next_chunk_cached()
+            }
+            Pacing::Free => cursor.next_chunk_cached(),
         };
         let (cursor, item) = match cached {
             Cached::Ready(item) => (cursor, item),
@@ -144,9 +180,11 @@ fn on_demand(catalog: Arc<StoredCatalog>, pieces: Vec<Piece>) -> Body {
 }
 
 /// Turns at reading a chunk on the runtime thread, handed out in the order connections ask for
-/// them (tokio's semaphore is fair): under load every streaming response waits its turn per
-/// chunk, which gives each connection its share of the runtime threads, as the blocking pool's
-/// queue did, without the two thread hand-offs per chunk. A turn lasts one page-cache copy.
+/// them (tokio's semaphore is fair): under load every plain-HTTP streaming response
+/// ([`Pacing::Turns`]) waits its turn per chunk, which gives each connection its share of the
+/// runtime threads, as the blocking pool's queue did, without the two thread hand-offs per chunk.
+/// A turn lasts one page-cache copy; under contention it passes between runtime threads, a
+/// cross-thread wake-up per chunk, which is why TLS downloads, fair without it, skip it.
 static READ_TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 /// What [`Cursor::next_chunk_cached`] found.
@@ -612,17 +650,23 @@ mod tests {
         assert_eq!((cached, blocking), (1, jsonl.len().div_ceil(CHUNK) + 1));
     }
 
-    /// A large body streams through the read turns with the exact bytes, and many at once all
-    /// finish (no turn is kept).
+    /// A large body streams with the exact bytes whether it takes read turns or not, and many at
+    /// once, paced both ways, all finish (no turn is kept).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn streaming_bodies_take_turns_and_carry_the_exact_bytes() {
         let (_dir, catalog, jsonl) = stored(1200);
         let len = catalog.len();
-        let downloads = (0..16).map(|_| {
+        let downloads = (0..16).map(|n| {
+            let pacing = if n % 2 == 0 {
+                Pacing::Turns
+            } else {
+                Pacing::Free
+            };
             let body = stream(
                 catalog.clone(),
                 vec![Piece::Jsonl(Section { offset: 0, len })],
                 false,
+                pacing,
             );
             tokio::spawn(axum::body::to_bytes(body, usize::MAX))
         });
@@ -684,7 +728,7 @@ mod tests {
         let collect = |body: Body| axum::body::to_bytes(body, usize::MAX);
 
         assert!(catalog.compressed().is_empty());
-        let first = collect(stream(catalog.clone(), pieces.clone(), true))
+        let first = collect(stream(catalog.clone(), pieces.clone(), true, Pacing::Turns))
             .await
             .expect("first body");
         assert_eq!(inflate(&first), expected);
@@ -695,14 +739,14 @@ mod tests {
             .read_answers_at(&mut in_file, kept.offset)
             .expect("read answers.gz");
         assert_eq!(in_file, first);
-        let second = collect(stream(catalog.clone(), pieces, true))
+        let second = collect(stream(catalog.clone(), pieces, true, Pacing::Turns))
             .await
             .expect("second body");
         assert_eq!(second, first);
 
         let mut with_prefix = vec![Piece::Static(Bytes::from_static(b"err\n"))];
         with_prefix.push(Piece::Jsonl(sections[0]));
-        let body = collect(stream(catalog.clone(), with_prefix, true))
+        let body = collect(stream(catalog.clone(), with_prefix, true, Pacing::Turns))
             .await
             .expect("prefixed body");
         assert_eq!(inflate(&body)[..4], b"err\n"[..]);
@@ -739,25 +783,27 @@ mod tests {
     async fn inline_and_on_demand_bodies_agree_and_both_fail_on_a_short_file() {
         let (_dir, catalog, jsonl) = stored(600);
         let len = catalog.len();
-        let body_of = |offset: u64, len: u64| {
-            stream(
-                catalog.clone(),
-                vec![Piece::Jsonl(Section { offset, len })],
-                false,
-            )
-        };
         let collect = |body: Body| axum::body::to_bytes(body, usize::MAX);
+        for pacing in [Pacing::Turns, Pacing::Free] {
+            let body_of = |offset: u64, len: u64| {
+                stream(
+                    catalog.clone(),
+                    vec![Piece::Jsonl(Section { offset, len })],
+                    false,
+                    pacing,
+                )
+            };
+            let small = collect(body_of(100, INLINE_MAX)).await.expect("small body");
+            assert_eq!(small[..], jsonl[100..100 + INLINE_MAX as usize]);
+            let large = collect(body_of(0, len)).await.expect("large body");
+            assert_eq!(large[..], jsonl[..], "{pacing:?}");
 
-        let small = collect(body_of(100, INLINE_MAX)).await.expect("small body");
-        assert_eq!(small[..], jsonl[100..100 + INLINE_MAX as usize]);
-        let large = collect(body_of(0, len)).await.expect("large body");
-        assert_eq!(large[..], jsonl[..]);
-
-        assert!(collect(body_of(len - 10, 20)).await.is_err(), "inline");
-        assert!(
-            collect(body_of(len - 10, INLINE_MAX + 1)).await.is_err(),
-            "on demand"
-        );
+            assert!(collect(body_of(len - 10, 20)).await.is_err(), "inline");
+            assert!(
+                collect(body_of(len - 10, INLINE_MAX + 1)).await.is_err(),
+                "on demand, {pacing:?}"
+            );
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use olm_runtime::server::OverTls;
 
 use crate::metrics::Metrics;
 use crate::storage::{Query, Section, Storage, StoredCatalog};
@@ -89,6 +90,7 @@ async fn dispatch(State(storage): State<Storage>, request: Request) -> Response 
         .extensions()
         .get::<MetasEnabled>()
         .is_none_or(|m| m.0);
+    let pacing = body::Pacing::of_connection(request.extensions().get::<OverTls>().is_some());
     let (parts, _body) = request.into_parts();
     let query = parts.uri.query();
     match path::route(parts.uri.path(), query) {
@@ -108,9 +110,19 @@ async fn dispatch(State(storage): State<Storage>, request: Request) -> Response 
             r
         }
         path::Route::Redirect(location) => redirect(&parts.method, &location),
-        path::Route::All(catalog) => all(storage, parts.method, &catalog, &parts.headers).await,
+        path::Route::All(catalog) => {
+            all(storage, parts.method, &catalog, &parts.headers, pacing).await
+        }
         path::Route::Metas(catalog) if metas_enabled => {
-            metas(storage, parts.method, &catalog, query, &parts.headers).await
+            metas(
+                storage,
+                parts.method,
+                &catalog,
+                query,
+                &parts.headers,
+                pacing,
+            )
+            .await
         }
         path::Route::Metas(_) => go_error(StatusCode::NOT_FOUND, "404 page not found"),
         path::Route::NotFound => go_error(StatusCode::NOT_FOUND, "404 page not found"),
@@ -206,7 +218,13 @@ fn not_modified(stored: &StoredCatalog) -> Response {
 
 /// `GET|HEAD /catalogs/{catalog}/api/v1/all`: the whole catalog, with conditional requests,
 /// byte ranges (single and multipart) and gzip, as Go's `http.ServeContent` behind gzhttp.
-async fn all(storage: Storage, method: Method, catalog: &[u8], headers: &HeaderMap) -> Response {
+async fn all(
+    storage: Storage,
+    method: Method,
+    catalog: &[u8],
+    headers: &HeaderMap,
+    pacing: body::Pacing,
+) -> Response {
     let stored = match open(&storage, &method, catalog) {
         Ok(s) => s,
         Err(r) => return r,
@@ -318,7 +336,7 @@ async fn all(storage: Storage, method: Method, catalog: &[u8], headers: &HeaderM
     let body = if head {
         Body::empty()
     } else {
-        body::stream(stored, pieces, on_the_fly)
+        body::stream(stored, pieces, on_the_fly, pacing)
     };
     builder.body(body).unwrap_or_else(|_| internal_error())
 }
@@ -374,6 +392,7 @@ async fn metas(
     catalog: &[u8],
     query: Option<&str>,
     headers: &HeaderMap,
+    pacing: body::Pacing,
 ) -> Response {
     if method != Method::GET && method != Method::HEAD {
         return go_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
@@ -482,7 +501,7 @@ async fn metas(
     let body = if head {
         Body::empty()
     } else {
-        body::stream(stored, pieces, compress)
+        body::stream(stored, pieces, compress, pacing)
     };
     builder.body(body).unwrap_or_else(|_| internal_error())
 }
