@@ -6,6 +6,8 @@
 //! a broken server from hanging the run (no test measures how fast anything happens).
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -214,17 +216,7 @@ async fn the_connection_cap_holds_and_a_waiting_client_is_served_once_a_slot_fre
 #[tokio::test]
 async fn a_tls_client_that_never_completes_its_handshake_is_disconnected() {
     let dir = tempfile::tempdir().unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .self_signed(&key)
-        .unwrap();
-    let files = TlsFiles {
-        cert: dir.path().join("tls.crt"),
-        key: dir.path().join("tls.key"),
-    };
-    std::fs::write(&files.cert, cert.pem()).unwrap();
-    std::fs::write(&files.key, key.serialize_pem()).unwrap();
+    let (files, _) = support::self_signed_tls_files(dir.path(), "127.0.0.1");
     let server = Server::start(limits(SHORT, LONG, 16), Some(files)).await;
     let mut silent = server.connect().await;
     assert!(read_until_closed(&mut silent).await.is_empty());

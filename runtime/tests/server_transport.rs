@@ -3,6 +3,8 @@
 //! paces its plain-HTTP downloads by it), on real sockets, over HTTP/1.1.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,17 +82,7 @@ async fn a_request_over_plain_tcp_carries_no_tls_mark() {
 async fn a_request_over_tls_carries_the_tls_mark() {
     olm_runtime::client::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
-        .unwrap()
-        .self_signed(&key)
-        .unwrap();
-    let files = TlsFiles {
-        cert: dir.path().join("tls.crt"),
-        key: dir.path().join("tls.key"),
-    };
-    std::fs::write(&files.cert, cert.pem()).unwrap();
-    std::fs::write(&files.key, key.serialize_pem()).unwrap();
+    let (files, cert) = support::self_signed_tls_files(dir.path(), "localhost");
     let (addr, stop, task) = start(Some(files)).await;
 
     let mut roots = rustls::RootCertStore::empty();
