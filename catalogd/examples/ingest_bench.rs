@@ -1,5 +1,5 @@
 //! Measures catalogd's unpack path on a real catalog: pull a catalog image from a registry
-//! (`Puller::pull` with `ExtractFilter::CatalogConfigs`), then store it (`ingest_dir`: walk the
+//! (`Puller::pull` with `ExtractFilter::CatalogPack`), then store it (`ingest_pack`: walk the
 //! FBC, re-encode every object as canonical JSON, write `catalog.jsonl`, its gzip copy and the
 //! index), exactly as the ClusterCatalog controller does. One step per process, so
 //! `/usr/bin/time -v` reports each step's own peak RSS. Talks only to the registry named on the
@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use catalogd::ingest::ingest_dir;
+use catalogd::ingest::{ingest_dir, ingest_pack};
 use catalogd::storage::Storage;
 use olm_image::push::{ImageSpec, Layer, Pusher, PusherConfig, catalog_labels};
 use olm_image::{ExtractFilter, Platform, Puller, PullerConfig};
@@ -83,17 +83,22 @@ async fn pull_ingest(reference: &str, cache: &Path, storage_dir: &Path) {
 
     let started = Instant::now();
     let unpacked = puller
-        .pull(CATALOG, reference, ExtractFilter::CatalogConfigs)
+        .pull(CATALOG, reference, ExtractFilter::CatalogPack)
         .await
         .unwrap();
     let pulled = started.elapsed();
     let ingest_started = Instant::now();
     let dir: PathBuf = unpacked.content_dir.clone();
     let digest = unpacked.digest_ref.clone();
-    let stored = tokio::task::spawn_blocking(move || ingest_dir(&storage, CATALOG, &digest, &dir))
-        .await
-        .unwrap()
-        .unwrap();
+    let pack = unpacked.pack.clone();
+    println!("packed={}", pack.is_some());
+    let stored = tokio::task::spawn_blocking(move || match &pack {
+        Some(pack) => ingest_pack(&storage, CATALOG, &digest, &dir, pack),
+        None => ingest_dir(&storage, CATALOG, &digest, &dir),
+    })
+    .await
+    .unwrap()
+    .unwrap();
     let ingested = ingest_started.elapsed();
 
     println!("pull_s={:.3}", pulled.as_secs_f64());

@@ -1,6 +1,7 @@
 //! Turns a File-Based Catalog directory into stored, servable content.
 //!
-//! Input: an FBC directory (from an unpacked image or a local path) and the digest identifying it.
+//! Input: an FBC directory (from an unpacked image or a local path) or a packed one
+//! ([`olm_api::fbc::packed`]), and the digest identifying it.
 //! Output: the live [`StoredCatalog`]. Reads the directory and writes the storage root; blocking,
 //! so async callers run it on a blocking thread. Files are parsed on up to [`MAX_WALK_THREADS`]
 //! threads (no more than the cores this process may use) and stored in walk order.
@@ -8,7 +9,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use olm_api::fbc::{WalkError, walk_metas_dir_parallel};
+use olm_api::fbc::packed::{PackedCatalog, walk_metas_packed_parallel};
+use olm_api::fbc::{Meta, WalkError, walk_metas_dir_parallel};
+use olm_image::pull::PackFiles;
 
 use crate::storage::{Storage, StorageError, StoredCatalog};
 
@@ -40,14 +43,44 @@ pub fn ingest_dir(
     digest: &str,
     dir: &Path,
 ) -> Result<Arc<StoredCatalog>, IngestError> {
+    ingest(storage, catalog, digest, &mut |push| {
+        walk_metas_dir_parallel(dir, walk_threads(), push)
+    })
+}
+
+/// [`ingest_dir`] of a catalog directory kept as a pack (`root` is where its files would be on
+/// disk; errors name them there).
+pub fn ingest_pack(
+    storage: &Storage,
+    catalog: &str,
+    digest: &str,
+    root: &Path,
+    files: &PackFiles,
+) -> Result<Arc<StoredCatalog>, IngestError> {
+    ingest(storage, catalog, digest, &mut |push| {
+        let packed = PackedCatalog::open(root.to_path_buf(), &files.pack, &files.listing)?;
+        walk_metas_packed_parallel(&packed, walk_threads(), push)
+    })
+}
+
+/// A walk handing each object to the callback it is given.
+type Walk<'a> =
+    dyn FnMut(&mut dyn FnMut(Meta) -> Result<(), WalkError>) -> Result<(), WalkError> + 'a;
+
+fn ingest(
+    storage: &Storage,
+    catalog: &str,
+    digest: &str,
+    walk: &mut Walk<'_>,
+) -> Result<Arc<StoredCatalog>, IngestError> {
     let Some(mut writer) = storage.begin(catalog, digest)? else {
         return match storage.get(catalog)? {
             Some(stored) => Ok(stored),
             // Deleted between the two calls: store it after all.
-            None => ingest_dir(storage, catalog, digest, dir),
+            None => ingest(storage, catalog, digest, walk),
         };
     };
-    let walked = walk_metas_dir_parallel(dir, walk_threads(), |meta| {
+    let walked = walk(&mut |meta: Meta| {
         writer
             .push(&meta.schema, &meta.package, &meta.name, &meta.blob)
             .map_err(WalkError::callback)

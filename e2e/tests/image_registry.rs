@@ -128,6 +128,105 @@ async fn catalog_pulled_by_tag_extracts_only_the_configs_directory() {
     );
 }
 
+/// Every object of a catalog tree, walked on disk or from a pack.
+fn objects(
+    walk: impl FnOnce(
+        &mut dyn FnMut(olm_api::fbc::Meta) -> Result<(), olm_api::fbc::WalkError>,
+    ) -> Result<(), olm_api::fbc::WalkError>,
+) -> Vec<(String, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    walk(&mut |m| {
+        out.push((m.schema, m.name, m.blob));
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+#[tokio::test]
+async fn a_catalog_packed_by_its_pull_walks_as_its_directory_and_is_reused_from_the_cache() {
+    let fbc = tempfile::tempdir().unwrap();
+    let files = [
+        ("b/catalog.yaml", "schema: olm.package\nname: b\n"),
+        ("a/catalog.json", r#"{"schema":"olm.package","name":"a"}"#),
+        (
+            "a-z/catalog.json",
+            r#"{"schema":"olm.package","name":"a-z"}"#,
+        ),
+        (
+            "ignored/catalog.json",
+            r#"{"schema":"olm.package","name":"ignored"}"#,
+        ),
+        (".indexignore", "ignored\n"),
+    ];
+    for (path, text) in files {
+        let path = fbc.path().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let spec = ImageSpec {
+        layers: vec![Layer::from_dir(fbc.path(), "configs").unwrap()],
+        labels: catalog_labels("/configs"),
+        platform: Platform::default(),
+    };
+    let f = ImageFixture::image("catalogs/packed:v1", &spec).await;
+    let unpacked = f
+        .puller()
+        .pull("cat", &f.reference, ExtractFilter::CatalogPack)
+        .await
+        .unwrap();
+    let pack = unpacked.pack.clone().expect("packed");
+    assert!(unpacked.fresh);
+    assert!(!unpacked.content_dir.exists(), "nothing extracted to disk");
+    let packed = olm_api::fbc::packed::PackedCatalog::open(
+        unpacked.content_dir.clone(),
+        &pack.pack,
+        &pack.listing,
+    )
+    .unwrap();
+    let from_pack = objects(|f| olm_api::fbc::packed::walk_metas_packed_parallel(&packed, 2, f));
+    let names: Vec<&str> = from_pack.iter().map(|(_, name, _)| name.as_str()).collect();
+    assert_eq!(names, ["a", "a-z", "b"]);
+    assert_eq!(
+        from_pack,
+        objects(|f| olm_api::fbc::walk_metas_dir(fbc.path(), f))
+    );
+
+    // A new puller on the same cache finds the pack without downloading anything.
+    let again = f
+        .puller()
+        .pull("cat", &f.pushed.digest_ref, ExtractFilter::CatalogPack)
+        .await
+        .unwrap();
+    assert!(!again.fresh);
+    assert_eq!(again.pack, Some(pack));
+}
+
+#[tokio::test]
+async fn a_catalog_a_pack_cannot_hold_is_extracted_to_disk() {
+    use tar::EntryType::{Regular, Symlink};
+    // A symlink inside the catalog directory, kept by the disk extraction.
+    let layer = Layer::gzip_tar(&hostile_tar(&[
+        ("configs/a.json", Regular, ""),
+        ("configs/b.json", Symlink, "a.json"),
+    ]))
+    .unwrap();
+    let spec = ImageSpec {
+        layers: vec![layer],
+        labels: catalog_labels("/configs"),
+        platform: Platform::default(),
+    };
+    let f = ImageFixture::image("catalogs/linked:v1", &spec).await;
+    let unpacked = f
+        .puller()
+        .pull("cat", &f.reference, ExtractFilter::CatalogPack)
+        .await
+        .unwrap();
+    assert_eq!(unpacked.pack, None);
+    assert_eq!(tree(&unpacked.content_dir), set(["a.json", "b.json"]));
+    assert_eq!(staging_left(f.cache.path()), 0);
+}
+
 #[tokio::test]
 async fn digest_reference_pull_hits_the_cache_without_any_network() {
     let mut f = test_catalog().await;
@@ -406,44 +505,49 @@ async fn hostile_layers_are_rejected_and_nothing_is_written_outside_the_cache() 
             .await
             .unwrap();
 
-        let parent = tempfile::tempdir().unwrap();
-        fs::write(parent.path().join("sentinel"), "untouched").unwrap();
-        let cache = parent.path().join("cache");
-        let err: ImageError = puller(&registry, &cache)
-            .pull("victim", &pushed.digest_ref, ExtractFilter::CatalogConfigs)
-            .await
-            .unwrap_err();
-        let ImageErrorKind::Extract(extract) = &err.kind else {
-            panic!("{name}: expected an extraction error, got {err}");
-        };
-        assert_eq!(extract.layer_digest, layer_digest, "{name}");
-        assert_eq!(extract.entry, bad_entry, "{name}: {err}");
-        assert!(
-            !matches!(extract.kind, ExtractErrorKind::Io { .. }),
-            "{name}: {err}"
-        );
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "failed to pull image {:?}: failed to extract layer {layer_digest}: entry {bad_entry:?}: {reason}",
-                pushed.digest_ref
-            )
-        );
-        assert!(
-            err.is_terminal(),
-            "{name}: hostile content behind a digest is terminal"
-        );
-        let names: BTreeSet<String> = fs::read_dir(parent.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, set(["cache", "sentinel"]), "{name}");
-        assert_eq!(
-            fs::read_to_string(parent.path().join("sentinel")).unwrap(),
-            "untouched"
-        );
-        assert!(cached_digests(&cache, "victim").is_empty(), "{name}");
-        assert_eq!(staging_left(&cache), 0, "{name}: staging removed");
+        // A pack refuses what it cannot hold and leaves it to the disk extraction: the same
+        // error either way.
+        for filter in [ExtractFilter::CatalogConfigs, ExtractFilter::CatalogPack] {
+            let name = format!("{name} ({filter:?})");
+            let parent = tempfile::tempdir().unwrap();
+            fs::write(parent.path().join("sentinel"), "untouched").unwrap();
+            let cache = parent.path().join("cache");
+            let err: ImageError = puller(&registry, &cache)
+                .pull("victim", &pushed.digest_ref, filter)
+                .await
+                .unwrap_err();
+            let ImageErrorKind::Extract(extract) = &err.kind else {
+                panic!("{name}: expected an extraction error, got {err}");
+            };
+            assert_eq!(extract.layer_digest, layer_digest, "{name}");
+            assert_eq!(extract.entry, bad_entry, "{name}: {err}");
+            assert!(
+                !matches!(extract.kind, ExtractErrorKind::Io { .. }),
+                "{name}: {err}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "failed to pull image {:?}: failed to extract layer {layer_digest}: entry {bad_entry:?}: {reason}",
+                    pushed.digest_ref
+                )
+            );
+            assert!(
+                err.is_terminal(),
+                "{name}: hostile content behind a digest is terminal"
+            );
+            let names: BTreeSet<String> = fs::read_dir(parent.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(names, set(["cache", "sentinel"]), "{name}");
+            assert_eq!(
+                fs::read_to_string(parent.path().join("sentinel")).unwrap(),
+                "untouched"
+            );
+            assert!(cached_digests(&cache, "victim").is_empty(), "{name}");
+            assert_eq!(staging_left(&cache), 0, "{name}: staging removed");
+        }
     }
 }
 

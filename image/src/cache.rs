@@ -37,6 +37,9 @@ use crate::reference::validate_digest;
 
 const RECORD_FILE: &str = "image.json";
 const CONTENT_DIR: &str = "fs";
+/// A packed catalog directory ([`crate::pack`]) and its listing, beside `fs/`.
+const PACK_FILE: &str = "catalog.pack";
+const PACK_LISTING_FILE: &str = "catalog.pack.list";
 const OWNERS_DIR: &str = "owners";
 const SHARED_DIR: &str = ".shared";
 const STAGING_PREFIX: &str = ".unpack-";
@@ -75,6 +78,9 @@ pub struct CacheRecord {
     pub unpacked_at_nanos: u32,
     /// Bytes of file content written.
     pub extracted_bytes: u64,
+    /// The catalog directory is a pack ([`CacheEntry::pack_path`]) rather than files under `fs/`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub packed: bool,
 }
 
 impl CacheRecord {
@@ -100,6 +106,18 @@ pub struct CacheEntry {
     pub record: CacheRecord,
 }
 
+impl CacheEntry {
+    /// The pack of a packed entry ([`CacheRecord::packed`]).
+    pub fn pack_path(&self) -> PathBuf {
+        self.dir.with_file_name(PACK_FILE)
+    }
+
+    /// The pack's listing.
+    pub fn pack_listing_path(&self) -> PathBuf {
+        self.dir.with_file_name(PACK_LISTING_FILE)
+    }
+}
+
 /// A directory being filled; removed on drop unless committed.
 pub struct Staging {
     dir: tempfile::TempDir,
@@ -109,6 +127,16 @@ impl Staging {
     /// Where the extracted tree goes.
     pub fn content_dir(&self) -> PathBuf {
         self.dir.path().join(CONTENT_DIR)
+    }
+
+    /// Where a packed catalog directory goes ([`crate::pack`]).
+    pub fn pack_path(&self) -> PathBuf {
+        self.dir.path().join(PACK_FILE)
+    }
+
+    /// Where the pack's listing goes.
+    pub fn pack_listing_path(&self) -> PathBuf {
+        self.dir.path().join(PACK_LISTING_FILE)
     }
 
     /// Scratch space for downloaded layer blobs (removed before commit).
@@ -534,6 +562,7 @@ mod tests {
             unpacked_at_unix_secs: 1,
             unpacked_at_nanos: 0,
             extracted_bytes: 0,
+            packed: false,
         }
     }
 

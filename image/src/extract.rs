@@ -39,9 +39,9 @@ use tar::EntryType;
 
 use crate::decompress;
 
-const WHITEOUT_PREFIX: &str = ".wh.";
-const OPAQUE_WHITEOUT: &str = ".wh..wh..opq";
-const AUFS_META_PREFIX: &str = ".wh..wh.";
+pub(crate) const WHITEOUT_PREFIX: &str = ".wh.";
+pub(crate) const OPAQUE_WHITEOUT: &str = ".wh..wh..opq";
+pub(crate) const AUFS_META_PREFIX: &str = ".wh..wh.";
 /// Same bound Linux uses for symlink resolution (ELOOP).
 const MAX_SYMLINK_HOPS: u32 = 40;
 
@@ -623,7 +623,7 @@ impl Extractor {
 }
 
 /// Splits a tar path into normal components. `Err` for `..`; `Ok(None)` for the root itself.
-fn normalize(raw: &[u8]) -> Result<Option<PathBuf>, ()> {
+pub(crate) fn normalize(raw: &[u8]) -> Result<Option<PathBuf>, ()> {
     let mut out = PathBuf::new();
     for component in Path::new(OsStr::from_bytes(raw)).components() {
         match component {

@@ -13,11 +13,14 @@ pub mod error;
 pub mod extract;
 pub mod labels;
 pub mod manifest;
+pub mod pack;
 pub mod pull;
 pub mod push;
 pub mod reference;
 pub mod registries_conf;
 pub mod registry_client;
+#[cfg(test)]
+mod test_tar;
 
 pub use auth::{AuthError, Credentials, DockerConfig};
 pub use error::{ImageError, ImageErrorKind};
@@ -25,7 +28,7 @@ pub use extract::{ExtractError, ExtractErrorKind, Limits, PathFilter};
 pub use manifest::Platform;
 /// The trait giving [`ImageError`] its condition reason and whether it is terminal.
 pub use olm_api::condition_error::ConditionError;
-pub use pull::{ExtractFilter, Puller, PullerConfig, Unpacked};
+pub use pull::{ExtractFilter, PackFiles, Puller, PullerConfig, Unpacked};
 pub use reference::ImageRef;
 pub use registries_conf::{RegistriesConfError, RegistriesConfFiles};
 pub use registry_client::ConnectionError;

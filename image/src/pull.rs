@@ -21,7 +21,7 @@
 //! reference recorded (`digest_ref`) are the image's own, whichever source served it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
@@ -40,6 +40,7 @@ use crate::manifest::{
     ACCEPTED_MANIFESTS, Descriptor, ImageConfig, ImageManifest, Manifest, ManifestParseError,
     Platform, is_tar_layer,
 };
+use crate::pack::{PackError, Packer};
 use crate::reference::{ImageRef, sha256_digest, validate_digest};
 use crate::registries_conf::{PullSource, RegistriesConfFiles, RegistriesConfReloader};
 use crate::registry_client::{
@@ -60,6 +61,10 @@ pub enum ExtractFilter {
     /// Only the directory named by the `operators.operatorframework.io.index.configs.v1` label,
     /// kept at its path inside the image (catalog images). A missing label is an error.
     CatalogConfigs,
+    /// The same directory, kept as one pack file ([`Unpacked::pack`], [`crate::pack`]) when it
+    /// holds only regular files and directories, and extracted as [`Self::CatalogConfigs`]
+    /// otherwise. For readers of the catalog walk (catalogd), which read a pack as the tree.
+    CatalogPack,
 }
 
 impl ExtractFilter {
@@ -68,13 +73,14 @@ impl ExtractFilter {
         match self {
             Self::Everything => "everything",
             Self::CatalogConfigs => "catalog",
+            Self::CatalogPack => "catalog-pack",
         }
     }
 
     fn resolve(self, labels: &BTreeMap<String, String>) -> Result<PathFilter, ImageErrorKind> {
         match self {
             Self::Everything => Ok(PathFilter::Everything),
-            Self::CatalogConfigs => {
+            Self::CatalogConfigs | Self::CatalogPack => {
                 let value = labels
                     .get(CATALOG_CONFIGS_LABEL)
                     .ok_or(ImageErrorKind::MissingCatalogLabel)?;
@@ -141,6 +147,18 @@ pub struct Unpacked {
     pub fresh: bool,
     /// When this digest was unpacked (stable across restarts and cache hits).
     pub unpacked_at: SystemTime,
+    /// For [`ExtractFilter::CatalogPack`]: the pack holding `content_dir`'s files, when the image
+    /// was packed (`content_dir` is then not on disk).
+    pub pack: Option<PackFiles>,
+}
+
+/// Where a packed catalog directory is ([`olm_api::fbc::packed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackFiles {
+    /// The files' bytes.
+    pub pack: PathBuf,
+    /// Their paths, offsets and lengths.
+    pub listing: PathBuf,
 }
 
 impl Unpacked {
@@ -150,7 +168,12 @@ impl Unpacked {
         } else {
             entry.dir.join(&entry.record.content_subdir)
         };
+        let pack = entry.record.packed.then(|| PackFiles {
+            pack: entry.pack_path(),
+            listing: entry.pack_listing_path(),
+        });
         Self {
+            pack,
             digest_ref: entry.record.digest_ref.clone(),
             digest: entry.record.digest.clone(),
             unpacked_at: entry.record.unpacked_at(),
@@ -411,13 +434,24 @@ impl Puller {
             .cache
             .staging()
             .map_err(|e| cache_err("create staging directory in", e))?;
-        let extracted_bytes = self
+        let pack = match (&path_filter, filter) {
+            (PathFilter::Under(dir), ExtractFilter::CatalogPack) => Some(PackTarget {
+                dir: dir.clone(),
+                files: PackFiles {
+                    pack: staging.pack_path(),
+                    listing: staging.pack_listing_path(),
+                },
+            }),
+            _ => None,
+        };
+        let (extracted_bytes, packed) = self
             .download_and_extract(
                 &source,
                 &manifest.layers,
                 staging.layers_dir(),
                 staging.content_dir(),
                 path_filter.clone(),
+                pack,
             )
             .await?;
         let mut record = CacheRecord {
@@ -434,6 +468,7 @@ impl Puller {
             unpacked_at_unix_secs: 0,
             unpacked_at_nanos: 0,
             extracted_bytes,
+            packed,
         };
         record.set_unpacked_at(SystemTime::now());
         let entry = self
@@ -777,7 +812,8 @@ impl Puller {
     }
 
     /// Downloads layers one at a time to `layers_dir` while a blocking thread extracts the
-    /// previous ones, in order, into `content_dir`. Returns the bytes extracted.
+    /// previous ones, in order, into `content_dir`, or packs them into `pack` while they can be
+    /// packed. Returns the bytes extracted and whether the result is a pack.
     async fn download_and_extract(
         &self,
         source: &Source<'_>,
@@ -785,27 +821,21 @@ impl Puller {
         layers_dir: PathBuf,
         content_dir: PathBuf,
         filter: PathFilter,
-    ) -> Result<u64, ImageErrorKind> {
+        pack: Option<PackTarget>,
+    ) -> Result<(u64, bool), ImageErrorKind> {
         tokio::fs::create_dir_all(&layers_dir)
             .await
             .map_err(|e| ImageErrorKind::cache("create directory", &layers_dir, e))?;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, PathBuf)>(1);
         let limits = self.limits;
-        let extractor = tokio::task::spawn_blocking(move || -> Result<u64, ImageErrorKind> {
-            let mut extractor = Extractor::new(&content_dir, filter, limits);
-            while let Some((digest, path)) = rx.blocking_recv() {
-                let file = std::fs::File::open(&path)
-                    .map_err(|e| ImageErrorKind::cache("open layer", &path, e))?;
-                extractor
-                    .apply_layer(&digest, file)
-                    .map_err(ImageErrorKind::Extract)?;
-                std::fs::remove_file(&path)
-                    .map_err(|e| ImageErrorKind::cache("remove layer", &path, e))?;
-            }
-            let bytes = extractor.extracted_bytes();
-            extractor.finish().map_err(ImageErrorKind::Extract)?;
-            Ok(bytes)
-        });
+        let extractor =
+            tokio::task::spawn_blocking(move || -> Result<(u64, bool), ImageErrorKind> {
+                let mut layers = LayerExtraction::new(content_dir, filter, limits, pack)?;
+                while let Some((digest, path)) = rx.blocking_recv() {
+                    layers.apply(digest, path)?;
+                }
+                layers.finish()
+            });
 
         let mut download_error = None;
         let mut downloaded: u64 = 0;
@@ -844,12 +874,124 @@ impl Puller {
             source: std::io::Error::other(e.to_string()),
         })?;
         // An extraction failure explains a closed channel; otherwise report the download failure.
-        let bytes = extracted?;
+        let extracted = extracted?;
         match download_error {
             Some(e) => Err(e),
-            None => Ok(bytes),
+            None => Ok(extracted),
         }
     }
+}
+
+/// Where and for which directory [`ExtractFilter::CatalogPack`] packs.
+struct PackTarget {
+    dir: PathBuf,
+    files: PackFiles,
+}
+
+/// The layers applied so far: packed while every entry can be, else extracted to disk. Layer
+/// files are kept while packing, so that extraction can start again from the first layer.
+struct LayerExtraction {
+    /// Present while the layers are being packed.
+    packing: Option<(Packer, PackTarget)>,
+    /// The layers packed so far (digest, file), for a fall-back to the disk.
+    packed_layers: Vec<(String, PathBuf)>,
+    /// Present once the layers go to disk.
+    disk: Option<Extractor>,
+    content_dir: PathBuf,
+    filter: PathFilter,
+    limits: Limits,
+}
+
+impl LayerExtraction {
+    fn new(
+        content_dir: PathBuf,
+        filter: PathFilter,
+        limits: Limits,
+        pack: Option<PackTarget>,
+    ) -> Result<Self, ImageErrorKind> {
+        let packing = match pack {
+            Some(target) => {
+                let packer = Packer::create(&target.files.pack, target.dir.clone(), limits)
+                    .map_err(|e| ImageErrorKind::cache("create", &target.files.pack, e))?;
+                Some((packer, target))
+            }
+            None => None,
+        };
+        Ok(Self {
+            packing,
+            packed_layers: Vec::new(),
+            disk: None,
+            content_dir,
+            filter,
+            limits,
+        })
+    }
+
+    fn apply(&mut self, digest: String, path: PathBuf) -> Result<(), ImageErrorKind> {
+        let Some((packer, _)) = &mut self.packing else {
+            return self.apply_on_disk(&digest, &path);
+        };
+        let packed = packer.apply_layer(open_layer(&path)?);
+        self.packed_layers.push((digest, path));
+        match packed {
+            Ok(()) => Ok(()),
+            Err(why) => match self.packing.take() {
+                Some((_, target)) => self.leave_pack(target, why),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn apply_on_disk(&mut self, digest: &str, path: &Path) -> Result<(), ImageErrorKind> {
+        let extractor = self.disk.get_or_insert_with(|| {
+            Extractor::new(&self.content_dir, self.filter.clone(), self.limits)
+        });
+        extractor
+            .apply_layer(digest, open_layer(path)?)
+            .map_err(ImageErrorKind::Extract)?;
+        std::fs::remove_file(path).map_err(|e| ImageErrorKind::cache("remove layer", path, e))
+    }
+
+    /// Gives up the pack: extracts every layer packed so far to disk instead.
+    fn leave_pack(&mut self, target: PackTarget, why: PackError) -> Result<(), ImageErrorKind> {
+        if let PackError::Write(e) = why {
+            return Err(ImageErrorKind::cache("write", &target.files.pack, e));
+        }
+        tracing::debug!(reason = %why, "catalog directory extracted to disk, not packed");
+        let _ = std::fs::remove_file(&target.files.pack);
+        for (digest, path) in std::mem::take(&mut self.packed_layers) {
+            self.apply_on_disk(&digest, &path)?;
+        }
+        Ok(())
+    }
+
+    /// Checks what only the last layer settles; the bytes extracted and whether it is a pack.
+    fn finish(mut self) -> Result<(u64, bool), ImageErrorKind> {
+        if let Some((packer, target)) = self.packing.take() {
+            let bytes = packer.extracted_bytes();
+            match packer.finish(&target.files.listing) {
+                Ok(()) => {
+                    for (_, path) in &self.packed_layers {
+                        std::fs::remove_file(path)
+                            .map_err(|e| ImageErrorKind::cache("remove layer", path, e))?;
+                    }
+                    return Ok((bytes, true));
+                }
+                Err(why) => self.leave_pack(target, why)?,
+            }
+        }
+        // No layer at all: an empty tree, as the extraction of no layer leaves.
+        let extractor = self
+            .disk
+            .unwrap_or_else(|| Extractor::new(&self.content_dir, self.filter, self.limits));
+        let bytes = extractor.extracted_bytes();
+        extractor.finish().map_err(ImageErrorKind::Extract)?;
+        Ok((bytes, false))
+    }
+}
+
+fn open_layer(path: &Path) -> Result<std::fs::File, ImageErrorKind> {
+    std::fs::File::open(path).map_err(|e| ImageErrorKind::cache("open layer", path, e))
 }
 
 /// Held while one digest is looked up in the shared cache and, when absent, unpacked: process-wide

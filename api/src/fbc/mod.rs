@@ -19,6 +19,7 @@ pub mod image_ref;
 pub mod indexignore;
 mod json_split;
 pub mod model;
+pub mod packed;
 pub mod property;
 pub mod validate;
 pub mod walk;

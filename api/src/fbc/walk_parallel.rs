@@ -134,6 +134,34 @@ pub fn walk_metas_dir_parallel(
         files.push(path.to_path_buf());
         Ok(())
     });
+    walk_listed_parallel(
+        &files,
+        threads,
+        &|path: &PathBuf, cb: &mut dyn FnMut(RawObject) -> Result<(), WalkError>| {
+            read_catalog_file(path, NullDocuments::Skip, Decode::BlobsOnly, cb)
+        },
+        &|path: &PathBuf| path.display().to_string(),
+        listed,
+        &mut f,
+    )
+}
+
+/// Reads one listed file's objects (in blobs-only mode), handing each to the callback.
+pub(crate) type ReadFile<'a, T> = dyn Fn(&T, &mut dyn FnMut(RawObject) -> Result<(), WalkError>) -> Result<(), WalkError>
+    + Sync
+    + 'a;
+
+/// The parallel walk over files already listed in walk order: `read` streams one file's objects,
+/// `name` names it in errors, and `listed` is the listing's own outcome, reported after every
+/// listed file (where the sequential walk would have met it).
+pub(crate) fn walk_listed_parallel<T: Sync>(
+    files: &[T],
+    threads: usize,
+    read: &ReadFile<'_, T>,
+    name: &(dyn Fn(&T) -> String + Sync),
+    listed: Result<(), WalkError>,
+    f: &mut dyn FnMut(Meta) -> Result<(), WalkError>,
+) -> Result<(), WalkError> {
     let (channels, receivers): (Vec<_>, Vec<_>) = files
         .iter()
         .map(|_| {
@@ -150,9 +178,9 @@ pub fn walk_metas_dir_parallel(
     let threads = threads.min(files.len());
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| encode_files(&files, &channels, &next_file, &stopped));
+            scope.spawn(|| encode_files(files, read, &channels, &next_file, &stopped));
         }
-        let consumed = consume_in_order(&files, &channels, receivers, &mut f);
+        let consumed = consume_in_order(files, name, &channels, receivers, f);
         // A worker waiting for room in a window returns; the others see `stopped` before their
         // next file, or find their channel closed.
         stopped.store(true, Ordering::Relaxed);
@@ -165,8 +193,9 @@ pub fn walk_metas_dir_parallel(
 }
 
 /// A worker: takes the next file in walk order until none is left or the caller has stopped.
-fn encode_files(
-    files: &[PathBuf],
+fn encode_files<T>(
+    files: &[T],
+    read: &ReadFile<'_, T>,
     channels: &[FileChannel],
     next_file: &AtomicUsize,
     stopped: &AtomicBool,
@@ -176,7 +205,7 @@ fn encode_files(
             return;
         }
         let i = next_file.fetch_add(1, Ordering::Relaxed);
-        let Some(path) = files.get(i) else { return };
+        let Some(file) = files.get(i) else { return };
         // Taken, not borrowed: should this thread panic, the sender drops with it and the caller
         // sees the channel close instead of waiting for ever.
         let Some(channel) = channels.get(i) else {
@@ -190,7 +219,7 @@ fn encode_files(
         else {
             return;
         };
-        let ended = match encode_file(path, &tx, &channel.window) {
+        let ended = match encode_file(file, read, &tx, &channel.window) {
             Err(WalkError::Callback(e)) if e.is::<Stopped>() => return,
             ended => ended,
         };
@@ -201,7 +230,12 @@ fn encode_files(
 }
 
 /// Sends one file's objects in chunks; the error that stopped it, if any.
-fn encode_file(path: &Path, tx: &Sender<Message>, window: &Window) -> Result<(), WalkError> {
+fn encode_file<T>(
+    file: &T,
+    read: &ReadFile<'_, T>,
+    tx: &Sender<Message>,
+    window: &Window,
+) -> Result<(), WalkError> {
     let mut chunk = Vec::new();
     let mut chunk_bytes = 0;
     let send = |chunk: Vec<Meta>, bytes: usize| {
@@ -211,24 +245,19 @@ fn encode_file(path: &Path, tx: &Sender<Message>, window: &Window) -> Result<(),
         tx.send(Message::Metas(chunk, bytes))
             .map_err(|_| WalkError::callback(Stopped))
     };
-    read_catalog_file(
-        path,
-        NullDocuments::Skip,
-        Decode::BlobsOnly,
-        &mut |raw: RawObject| {
-            let meta = raw.into_meta();
-            chunk_bytes += meta.blob.len();
-            chunk.push(meta);
-            if chunk_bytes >= CHUNK_BYTES {
-                send(std::mem::take(&mut chunk), std::mem::take(&mut chunk_bytes))?;
-                // Before the next object is read and encoded.
-                if !window.wait_for_room() {
-                    return Err(WalkError::callback(Stopped));
-                }
+    read(file, &mut |raw: RawObject| {
+        let meta = raw.into_meta();
+        chunk_bytes += meta.blob.len();
+        chunk.push(meta);
+        if chunk_bytes >= CHUNK_BYTES {
+            send(std::mem::take(&mut chunk), std::mem::take(&mut chunk_bytes))?;
+            // Before the next object is read and encoded.
+            if !window.wait_for_room() {
+                return Err(WalkError::callback(Stopped));
             }
-            Ok::<(), WalkError>(())
-        },
-    )?;
+        }
+        Ok::<(), WalkError>(())
+    })?;
     if !chunk.is_empty() {
         send(chunk, chunk_bytes)?;
     }
@@ -236,14 +265,15 @@ fn encode_file(path: &Path, tx: &Sender<Message>, window: &Window) -> Result<(),
 }
 
 /// The caller's side: every file's objects, file after file; the first error in walk order.
-fn consume_in_order(
-    files: &[PathBuf],
+fn consume_in_order<T>(
+    files: &[T],
+    name: &(dyn Fn(&T) -> String + Sync),
     channels: &[FileChannel],
     receivers: Vec<Receiver<Message>>,
-    f: &mut impl FnMut(Meta) -> Result<(), WalkError>,
+    f: &mut dyn FnMut(Meta) -> Result<(), WalkError>,
 ) -> Result<(), WalkError> {
     // Returning drops the receivers still here, which wakes any worker waiting to send.
-    for ((path, channel), rx) in files.iter().zip(channels).zip(receivers) {
+    for ((file, channel), rx) in files.iter().zip(channels).zip(receivers) {
         loop {
             match rx.recv() {
                 Ok(Message::Metas(metas, bytes)) => {
@@ -259,7 +289,7 @@ fn consume_in_order(
                 }
                 Err(_) => {
                     return Err(WalkError::Io {
-                        path: path.display().to_string(),
+                        path: name(file),
                         source: std::io::Error::other("the thread reading this file stopped"),
                     });
                 }

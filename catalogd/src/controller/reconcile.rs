@@ -36,7 +36,7 @@ use tokio::sync::watch;
 use super::error::{CleanupError, PublishError, SourceError, StoreError};
 use super::plan::{self, Local, Plan};
 use super::replicas::Presence;
-use crate::ingest::ingest_dir;
+use crate::ingest::{ingest_dir, ingest_pack};
 use crate::metrics::Metrics;
 use crate::storage::Storage;
 
@@ -436,22 +436,26 @@ async fn unpack(ctx: &Context, name: &str, reference: &str) -> Result<Executed, 
     let started = Instant::now();
     let unpacked = ctx
         .puller()
-        .pull(name, reference, ExtractFilter::CatalogConfigs)
+        .pull(name, reference, ExtractFilter::CatalogPack)
         .await
         .map_err(SourceError)?;
     ctx.record_poll(name, SystemTime::now());
 
     let stored = {
-        let (storage, name, digest_ref, dir) = (
+        let (storage, name, digest_ref, dir, pack) = (
             ctx.storage.clone(),
             name.to_string(),
             unpacked.digest_ref.clone(),
             unpacked.content_dir.clone(),
+            unpacked.pack.clone(),
         );
-        tokio::task::spawn_blocking(move || ingest_dir(&storage, &name, &digest_ref, &dir))
-            .await
-            .map_err(StoreError::Task)?
-            .map_err(StoreError::Ingest)?
+        tokio::task::spawn_blocking(move || match &pack {
+            Some(pack) => ingest_pack(&storage, &name, &digest_ref, &dir, pack),
+            None => ingest_dir(&storage, &name, &digest_ref, &dir),
+        })
+        .await
+        .map_err(StoreError::Task)?
+        .map_err(StoreError::Ingest)?
     };
     if unpacked.fresh {
         ctx.metrics
