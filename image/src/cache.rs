@@ -5,6 +5,7 @@
 //! | path | what |
 //! |---|---|
 //! | `.shared/<filter>/<digest>/fs/` | the extracted tree, written once per digest and filter (the puller's filter names what was extracted and the platform: `catalog-linux-amd64`, since an index digest names one tree per platform) |
+//! | `.shared/<filter>/<digest>/catalog.pack`, `catalog.pack.list` | a catalog directory kept as one pack file and its listing instead of files under `fs/` (`catalog-pack-*` filters, when the image could be packed: [`crate::pack`]); `fs/` is then empty |
 //! | `.shared/<filter>/<digest>/image.json` | what the pull that unpacked it learned (labels, digests) |
 //! | `.shared/<filter>/<digest>/owners/<owner>` | an empty marker per owner using the entry |
 //! | `<owner>/<digest>` | the owner's own record: the reference it asked for, the digest reference in its repository, when it got the image |

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -41,6 +41,9 @@ pub enum PackError {
     #[error("failed to write the pack: {0}")]
     Write(#[source] io::Error),
 }
+
+/// The copy buffer: 128 KiB, two reads of the inflater's output per write.
+const COPY_BUFFER: usize = 128 << 10;
 
 /// Longest file name most filesystems store (ext4, xfs, btrfs: 255 bytes).
 const MAX_NAME_BYTES: usize = 255;
@@ -64,8 +67,12 @@ pub struct Packer {
     limits: Limits,
     entries: u64,
     bytes: u64,
-    out: BufWriter<File>,
+    out: File,
+    /// Bytes in `out` so far.
     written: u64,
+    /// One reused buffer between the layer and the pack: each entry's bytes go straight to the
+    /// file, a buffer at a time (no second, buffered copy).
+    buf: Vec<u8>,
     /// Everything packed under `dir` (and `dir` itself), by path relative to the image root.
     nodes: BTreeMap<PathBuf, Node>,
 }
@@ -83,8 +90,9 @@ impl Packer {
             limits,
             entries: 0,
             bytes: 0,
-            out: BufWriter::with_capacity(256 * 1024, file),
+            out: file,
             written: 0,
+            buf: vec![0; COPY_BUFFER],
             nodes: BTreeMap::new(),
         })
     }
@@ -210,10 +218,9 @@ impl Packer {
 
     /// Appends the entry's bytes to the pack; returns how many.
     fn copy<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>) -> Result<u64, PackError> {
-        let mut buf = vec![0u8; 64 * 1024];
         let mut len = 0u64;
         loop {
-            let n = match entry.read(&mut buf) {
+            let n = match entry.read(&mut self.buf) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -223,7 +230,9 @@ impl Packer {
             if self.bytes > self.limits.max_extracted_bytes {
                 return Err(not_packable("too many bytes"));
             }
-            self.out.write_all(&buf[..n]).map_err(PackError::Write)?;
+            self.out
+                .write_all(&self.buf[..n])
+                .map_err(PackError::Write)?;
             len += n as u64;
         }
         self.written += len;
@@ -232,11 +241,10 @@ impl Packer {
 
     /// Completes the pack and writes its listing to `listing`; the catalog directory must be a
     /// directory.
-    pub fn finish(mut self, listing: &Path) -> Result<(), PackError> {
+    pub fn finish(self, listing: &Path) -> Result<(), PackError> {
         if self.nodes.get(&self.dir) != Some(&Node::Dir) {
             return Err(not_packable("no catalog directory"));
         }
-        self.out.flush().map_err(PackError::Write)?;
         let files: Vec<PackedFile> = self
             .nodes
             .iter()
