@@ -3,8 +3,9 @@
 //! images, only the FBC directory extracted) and operator-controller (bundle images, everything).
 //!
 //! Entry points: [`Puller`] (network: registries), [`push`] (network: registries),
-//! [`extract::Extractor`] and [`cache::DiskCache`] (local disk only), [`registries_conf`] (mirrors
-//! and blocked registries from registries.conf; reads its files).
+//! [`extract::Extractor`], [`pack::Packer`] (a catalog directory as one file) and
+//! [`cache::DiskCache`] (local disk only), [`registries_conf`] (mirrors and blocked registries from
+//! registries.conf; reads its files).
 
 pub mod auth;
 pub mod cache;

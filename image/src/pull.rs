@@ -1,8 +1,9 @@
 //! Pulls an image into the on-disk cache: resolve the reference to a digest, return the cached
 //! tree when that digest is already unpacked, otherwise fetch manifest, config and layers (each
 //! verified against its digest, layers streamed to disk, never held in memory) and extract them
-//! safely. Input: owner name, reference, what to extract. Output: [`Unpacked`]. Talks to
-//! registries.
+//! safely, or for [`ExtractFilter::CatalogPack`] pack the catalog directory into one file when it
+//! can be ([`crate::pack`]). Input: owner name, reference, what to extract. Output: [`Unpacked`].
+//! Talks to registries.
 //!
 //! Network use per call:
 //!
