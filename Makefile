@@ -109,7 +109,7 @@ bench-upstream: tools
 	source $(TOOLS_ENV) && OLM_BIN_DIR=$(CARGO_TARGET_DIR)/$(if $(filter dev,$(BENCH_PROFILE)),debug,$(BENCH_PROFILE)) BENCH_BIN=$(CARGO_TARGET_DIR)/debug/examples/bench_upstream hack/bench-upstream.sh
 
 # Fuzzing (docs/FUZZING.md). The fuzz crate is a workspace of its own under fuzz/.
-FUZZ_TARGETS := fbc_json fbc_yaml version_masterminds version_blang http_range http_conditional image_layer bundle_registry_v1 crd_upgrade
+FUZZ_TARGETS := fbc_json fbc_yaml version_masterminds version_blang http_range http_conditional image_layer catalog_pack bundle_registry_v1 crd_upgrade
 FUZZ_SECONDS ?= 60
 # New inputs found while fuzzing go here, outside the clone; fuzz/corpus holds the committed seeds.
 FUZZ_CORPUS_DIR ?= $(OLM_CACHE_DIR)/fuzz-corpus
