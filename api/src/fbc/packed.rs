@@ -9,7 +9,7 @@
 //! Why: extracting a catalog image file by file creates an inode per file and directory (667 for
 //! the derived community catalog), and on a filesystem that has just deleted many files each new
 //! inode is found by scanning past the recently deleted ones: in catalogd's ingest that took
-//! 0.18–0.24 s of about 0.6 (docs/performance/issue-27.md, twenty-eighth step). A pack is one
+//! 0.17–0.24 s of about 0.6 (docs/performance/issue-27.md, twenty-eighth step). A pack is one
 //! inode, written in one stream.
 //!
 //! The walk's rules hold as on disk: files in Go's `fs.WalkDir` order (components compared by
