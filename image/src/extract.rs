@@ -39,9 +39,9 @@ use tar::EntryType;
 
 use crate::decompress;
 
-pub(crate) const WHITEOUT_PREFIX: &str = ".wh.";
-pub(crate) const OPAQUE_WHITEOUT: &str = ".wh..wh..opq";
-pub(crate) const AUFS_META_PREFIX: &str = ".wh..wh.";
+const WHITEOUT_PREFIX: &str = ".wh.";
+const OPAQUE_WHITEOUT: &str = ".wh..wh..opq";
+const AUFS_META_PREFIX: &str = ".wh..wh.";
 /// Same bound Linux uses for symlink resolution (ELOOP).
 const MAX_SYMLINK_HOPS: u32 = 40;
 
@@ -324,32 +324,14 @@ impl Extractor {
         layer: &mut LayerState,
     ) -> Result<(), ExtractErrorKind> {
         let entry_type = entry.header().entry_type();
-        if matches!(
-            entry_type,
-            EntryType::XGlobalHeader
-                | EntryType::XHeader
-                | EntryType::GNULongName
-                | EntryType::GNULongLink
-        ) {
-            return Ok(());
-        }
-        let Some(path) = normalize(raw_path).map_err(|()| ExtractErrorKind::PathTraversal)? else {
-            return Ok(()); // the root directory itself
+        let path = match classify(entry_type, raw_path) {
+            Err(()) => return Err(ExtractErrorKind::PathTraversal),
+            Ok(Entry::Skipped) => return Ok(()),
+            Ok(Entry::OpaqueWhiteout(dir)) => return self.opaque_whiteout(&dir, layer),
+            Ok(Entry::InvalidWhiteout) => return Err(ExtractErrorKind::InvalidWhiteout),
+            Ok(Entry::Whiteout(target)) => return self.whiteout(&target, layer),
+            Ok(Entry::Path(path)) => path,
         };
-        let file_name = path.file_name().map(OsStr::as_bytes).unwrap_or_default();
-        if let Some(hidden) = file_name.strip_prefix(WHITEOUT_PREFIX.as_bytes()) {
-            let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
-            if file_name == OPAQUE_WHITEOUT.as_bytes() {
-                return self.opaque_whiteout(&dir, layer);
-            }
-            if file_name.starts_with(AUFS_META_PREFIX.as_bytes()) {
-                return Ok(());
-            }
-            if hidden.is_empty() || hidden == b"." || hidden == b".." {
-                return Err(ExtractErrorKind::InvalidWhiteout);
-            }
-            return self.whiteout(&dir.join(OsStr::from_bytes(hidden)), layer);
-        }
         if !self.filter.includes(&path) {
             return Ok(());
         }
@@ -622,8 +604,52 @@ impl Extractor {
     }
 }
 
+/// What one tar entry is, before any filter: the same for the disk extraction and the pack.
+pub(crate) enum Entry {
+    /// Nothing to apply: a PAX or GNU long-name header, the root itself, aufs bookkeeping.
+    Skipped,
+    /// `.wh..wh..opq` in this directory.
+    OpaqueWhiteout(PathBuf),
+    /// `.wh.NAME`: hides this path.
+    Whiteout(PathBuf),
+    /// A whiteout naming nothing, `.` or `..`.
+    InvalidWhiteout,
+    /// Content at this normalised path.
+    Path(PathBuf),
+}
+
+/// Classifies an entry by its type and raw path; `Err` for a `..` component.
+pub(crate) fn classify(entry_type: EntryType, raw_path: &[u8]) -> Result<Entry, ()> {
+    if matches!(
+        entry_type,
+        EntryType::XGlobalHeader
+            | EntryType::XHeader
+            | EntryType::GNULongName
+            | EntryType::GNULongLink
+    ) {
+        return Ok(Entry::Skipped);
+    }
+    let Some(path) = normalize(raw_path)? else {
+        return Ok(Entry::Skipped); // the root directory itself
+    };
+    let file_name = path.file_name().map(OsStr::as_bytes).unwrap_or_default();
+    let Some(hidden) = file_name.strip_prefix(WHITEOUT_PREFIX.as_bytes()) else {
+        return Ok(Entry::Path(path));
+    };
+    let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    Ok(if file_name == OPAQUE_WHITEOUT.as_bytes() {
+        Entry::OpaqueWhiteout(dir)
+    } else if file_name.starts_with(AUFS_META_PREFIX.as_bytes()) {
+        Entry::Skipped
+    } else if hidden.is_empty() || hidden == b"." || hidden == b".." {
+        Entry::InvalidWhiteout
+    } else {
+        Entry::Whiteout(dir.join(OsStr::from_bytes(hidden)))
+    })
+}
+
 /// Splits a tar path into normal components. `Err` for `..`; `Ok(None)` for the root itself.
-pub(crate) fn normalize(raw: &[u8]) -> Result<Option<PathBuf>, ()> {
+fn normalize(raw: &[u8]) -> Result<Option<PathBuf>, ()> {
     let mut out = PathBuf::new();
     for component in Path::new(OsStr::from_bytes(raw)).components() {
         match component {

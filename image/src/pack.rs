@@ -19,17 +19,15 @@
 //! directory, an unreadable or corrupt layer, or more entries or bytes than [`Limits`].
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use olm_api::fbc::packed::{PackedFile, write_listing};
 use tar::EntryType;
 
 use crate::decompress;
-use crate::extract::{AUFS_META_PREFIX, Limits, OPAQUE_WHITEOUT, WHITEOUT_PREFIX, normalize};
+use crate::extract::{Entry, Limits, classify};
 
 /// Why a layer was not packed.
 #[derive(Debug, thiserror::Error)]
@@ -126,32 +124,14 @@ impl Packer {
         raw_path: &[u8],
     ) -> Result<(), PackError> {
         let entry_type = entry.header().entry_type();
-        if matches!(
-            entry_type,
-            EntryType::XGlobalHeader
-                | EntryType::XHeader
-                | EntryType::GNULongName
-                | EntryType::GNULongLink
-        ) {
-            return Ok(());
-        }
-        let Some(path) = normalize(raw_path).map_err(|()| not_packable("a \"..\" path"))? else {
-            return Ok(()); // the root directory itself
+        let path = match classify(entry_type, raw_path) {
+            Err(()) => return Err(not_packable("a \"..\" path")),
+            Ok(Entry::Skipped) => return Ok(()),
+            Ok(Entry::OpaqueWhiteout(dir)) => return self.outside(&dir, "an opaque whiteout"),
+            Ok(Entry::InvalidWhiteout) => return Err(not_packable("an invalid whiteout")),
+            Ok(Entry::Whiteout(target)) => return self.outside(&target, "a whiteout"),
+            Ok(Entry::Path(path)) => path,
         };
-        let file_name = path.file_name().map(OsStr::as_bytes).unwrap_or_default();
-        if let Some(hidden) = file_name.strip_prefix(WHITEOUT_PREFIX.as_bytes()) {
-            let dir = path.parent().unwrap_or(Path::new(""));
-            if file_name == OPAQUE_WHITEOUT.as_bytes() {
-                return self.outside(dir, "an opaque whiteout");
-            }
-            if file_name.starts_with(AUFS_META_PREFIX.as_bytes()) {
-                return Ok(());
-            }
-            if hidden.is_empty() || hidden == b"." || hidden == b".." {
-                return Err(not_packable("an invalid whiteout"));
-            }
-            return self.outside(&dir.join(OsStr::from_bytes(hidden)), "a whiteout");
-        }
         if !path.starts_with(&self.dir) {
             return Ok(());
         }
