@@ -13,6 +13,7 @@ mod decompress;
 pub mod error;
 pub mod extract;
 pub mod labels;
+mod layers;
 pub mod manifest;
 pub mod pack;
 pub mod pull;
