@@ -261,6 +261,70 @@ pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The largest resident set seen by an [`RssSampler`], in KiB, and what it was made of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RssSample {
+    pub anon_kib: u64,
+    pub file_kib: u64,
+}
+
+impl RssSample {
+    fn read(pid: u32) -> Option<Self> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        };
+        Some(Self {
+            anon_kib: field("RssAnon")?,
+            file_kib: field("RssFile")?,
+        })
+    }
+
+    pub fn total_kib(&self) -> u64 {
+        self.anon_kib + self.file_kib
+    }
+}
+
+/// Reads a process's resident memory every `every` on a thread of its own until [`Self::stop`],
+/// keeping the largest sample: `VmHWM` says how high RSS went, not whether heap or mapped files
+/// made the peak. A peak shorter than `every` can be missed, so the sample is at most the peak.
+pub struct RssSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<RssSample>,
+}
+
+impl RssSampler {
+    pub fn start(pid: u32, every: Duration) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut largest = RssSample::default();
+            loop {
+                // One more reading after the stop, so the state at the stop is counted too.
+                let last = stopped.load(std::sync::atomic::Ordering::Relaxed);
+                if let Some(sample) = RssSample::read(pid)
+                    && sample.total_kib() > largest.total_kib()
+                {
+                    largest = sample;
+                }
+                if last {
+                    return largest;
+                }
+                std::thread::sleep(every);
+            }
+        });
+        Self { stop, thread }
+    }
+
+    pub fn stop(self) -> RssSample {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
+
 /// utime + stime of `pid`, in seconds (clock ticks from `getconf CLK_TCK`, 100 when unknown).
 pub fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -381,4 +445,33 @@ pub fn executable_rss_kib(pid: u32) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sampler_keeps_a_peak_of_heap_that_is_gone_when_it_stops() {
+        let pid = std::process::id();
+        let before = RssSample::read(pid).unwrap();
+        let sampler = RssSampler::start(pid, Duration::from_millis(1));
+        // 64 MiB touched page by page, held long enough for several samples, then freed.
+        let mut block = vec![0u8; 64 << 20];
+        for page in block.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            block.iter().step_by(4096).filter(|b| **b == 1).count(),
+            16384
+        );
+        drop(block);
+        let largest = sampler.stop();
+        assert!(
+            largest.anon_kib >= before.anon_kib + (60 << 10),
+            "largest sample {largest:?}, before {before:?}"
+        );
+        assert!(RssSample::read(pid).unwrap().anon_kib < largest.anon_kib);
+    }
 }
