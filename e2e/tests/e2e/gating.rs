@@ -860,8 +860,9 @@ async fn passes_recur_periodically_without_events() {
     env.expect(ConditionStatus::True, "AsExpected", "All is well")
         .await;
     // Nothing changes from here on; only the resync timer can start further passes (the watches'
-    // initial listings account for a few at most).
-    let first = env.outcomes.borrow().as_ref().unwrap().pass;
+    // initial listings account for a few at most). A pass writes the ClusterOperator before it
+    // publishes its outcome, so the first outcome is waited for, not read.
+    let first = env.outcome_when("a first pass", |_| true).await.pass;
     env.outcome_when("ten more passes", |o| o.pass >= first + 10)
         .await;
     env.stop().await;
