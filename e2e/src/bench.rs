@@ -254,11 +254,15 @@ pub fn diff(
 /// A `/proc/PID/status` field in KiB.
 pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status_field(&status, field).unwrap_or(0)
+}
+
+/// One `Name:   value kB` field of a `/proc/PID/status` text.
+fn status_field(status: &str, field: &str) -> Option<u64> {
     status
         .lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// The largest resident set seen by an [`RssSampler`], in KiB, and what it was made of.
@@ -271,15 +275,9 @@ pub struct RssSample {
 impl RssSample {
     fn read(pid: u32) -> Option<Self> {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        };
         Some(Self {
-            anon_kib: field("RssAnon")?,
-            file_kib: field("RssFile")?,
+            anon_kib: status_field(&status, "RssAnon")?,
+            file_kib: status_field(&status, "RssFile")?,
         })
     }
 
